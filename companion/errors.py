@@ -1,0 +1,21 @@
+"""Named errors. The CLI turns each into one line on stderr and exit code 2."""
+
+
+class CompanionError(Exception):
+    """Base class: a problem the user can fix; the message says what and how."""
+
+
+class ConfigError(CompanionError):
+    """A config, protocol or data file is malformed. Message names the file and field."""
+
+
+class StoryImportError(CompanionError):
+    """A story file to import is malformed. Message names the file and line."""
+
+
+class SessionBusyError(CompanionError):
+    """Another session is already running in this home."""
+
+
+class ModelError(CompanionError):
+    """A model file is missing, corrupt or does not match its sidecar."""
