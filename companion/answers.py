@@ -1,0 +1,285 @@
+"""Turn a participant's spoken or typed reply into an answer, or refuse to guess.
+
+Pure functions, no I/O. The rule: a parsed value is either what the participant
+clearly meant or nothing. Anything unclear, hedged, negated or contradictory is
+`UNCLEAR`, so the engine reprompts and finally stores a missing value. A wrong
+stored value is the worst bug this product can have.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+AnswerKind = Literal["value", "skip", "repeat", "unclear"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    kind: AnswerKind
+    value: int | str | None = None
+
+
+UNCLEAR = Answer("unclear")
+SKIP = Answer("skip")
+REPEAT = Answer("repeat")
+
+NUMBER_WORDS: dict[str, int] = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5,
+    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+}  # fmt: skip
+NUMBER_NAMES = {n: w for w, n in NUMBER_WORDS.items()}
+
+# Words that carry no meaning around a single answer ("I'd say a four, please").
+# Anything not listed here, not a number and not an anchor makes the reply unclear.
+FILLERS = frozenset(
+    [
+        "i",
+        "i'd",
+        "id",
+        "i'll",
+        "ill",
+        "i'm",
+        "im",
+        "would",
+        "say",
+        "said",
+        "think",
+        "guess",
+        "go",
+        "with",
+        "a",
+        "an",
+        "the",
+        "it's",
+        "its",
+        "it",
+        "is",
+        "um",
+        "uh",
+        "er",
+        "erm",
+        "hmm",
+        "hm",
+        "mm",
+        "oh",
+        "ah",
+        "well",
+        "ok",
+        "okay",
+        "so",
+        "number",
+        "answer",
+        "my",
+        "that's",
+        "thats",
+        "that",
+        "just",
+        "like",
+        "please",
+        "let's",
+        "lets",
+        "give",
+        "rate",
+        "rating",
+        "score",
+        "yeah",
+        "yes",
+        "yep",
+        "definitely",
+        "probably",
+        "today",
+        "right",
+        "now",
+        "honestly",
+        "really",
+        "this",
+        "time",
+        "i'm",
+        "would",
+        "be",
+        "be",
+        "pick",
+        "choose",
+    ]
+)
+
+SKIP_PHRASES = frozenset(
+    {
+        "skip", "skip it", "skip that", "skip this", "skip this one", "skip that one",
+        "skip question", "skip the question", "pass", "next", "next question",
+        "i'd rather not say", "id rather not say", "rather not say", "prefer not to say",
+        "i prefer not to say", "i'd prefer not to say", "no comment", "i don't want to answer",
+        "i dont want to answer", "i'd rather not answer", "rather not answer",
+    }
+)  # fmt: skip
+REPEAT_PHRASES = frozenset(
+    {
+        "repeat", "repeat that", "repeat it", "repeat the question", "repeat question",
+        "say that again", "say it again", "again", "what", "pardon", "pardon me", "sorry",
+        "come again", "what was that", "what did you say", "can you repeat that",
+        "could you repeat that", "can you say that again", "could you say that again",
+        "one more time", "huh", "what was the question", "i didn't catch that",
+        "i didnt catch that",
+    }
+)  # fmt: skip
+YES_PHRASES = frozenset(
+    {"yes", "yeah", "yep", "yup", "sure", "of course", "i did", "i do", "correct", "absolutely"}
+)
+NO_PHRASES = frozenset({"no", "nope", "nah", "not really", "i didn't", "i didnt", "i don't"})
+
+PRONOUN_BEFORE_ONE = frozenset({"that", "this", "the", "which", "each", "every", "any", "no"})
+
+_TOKEN = re.compile(r"[a-z0-9']+")
+
+
+def normalize(text: str) -> list[str]:
+    """Lower-case word tokens; punctuation becomes a separator, apostrophes stay.
+
+    "4.5" becomes ["4", "5"] (two numbers: unclear), "fivefold" stays one
+    unknown token (unclear), "4th" stays one unknown token (unclear).
+    """
+    lowered = text.lower().replace("\u2019", "'")
+    return [tok.strip("'") for tok in _TOKEN.findall(lowered) if tok.strip("'")]
+
+
+def _phrase(tokens: Sequence[str]) -> str:
+    return " ".join(tokens)
+
+
+def _strip_please(tokens: list[str]) -> list[str]:
+    return [t for t in tokens if t not in {"please", "um", "uh", "oh", "sorry"}] or tokens
+
+
+def parse_command(tokens: list[str]) -> Answer | None:
+    """Skip and repeat requests, which every question accepts."""
+    if not tokens:
+        return None
+    phrase = _phrase(tokens)
+    stripped = _phrase(_strip_please(tokens))
+    if phrase in REPEAT_PHRASES or stripped in REPEAT_PHRASES:
+        return REPEAT
+    if phrase in SKIP_PHRASES or stripped in SKIP_PHRASES:
+        return SKIP
+    return None
+
+
+def _number_of(token: str) -> int | None:
+    if token.isdigit() and len(token) <= 3:
+        return int(token)
+    return NUMBER_WORDS.get(token)
+
+
+def _match_anchors(tokens: list[str], anchors: Mapping[int, str]) -> tuple[list[int], set[int]]:
+    """Find anchor phrases, longest first, without overlap. Returns values and used positions."""
+    by_length = sorted(
+        ((normalize(label), value) for value, label in anchors.items()),
+        key=lambda pair: -len(pair[0]),
+    )
+    used: set[int] = set()
+    found: list[int] = []
+    for words, value in by_length:
+        if not words:
+            continue
+        n = len(words)
+        for start in range(len(tokens) - n + 1):
+            span = set(range(start, start + n))
+            if tokens[start : start + n] == words and not span & used:
+                used |= span
+                found.append(value)
+    return found, used
+
+
+def parse_scale(text: str, low: int, high: int, anchors: Mapping[int, str] | None = None) -> Answer:
+    """Parse a rating on an integer scale from `low` to `high` (inclusive).
+
+    Accepts one number (digit or word), optionally "out of <high>", and/or
+    anchor labels that agree with it; fillers around it are ignored.
+    """
+    tokens = normalize(text)
+    command = parse_command(tokens)
+    if command is not None:
+        return command
+    if not tokens:
+        return UNCLEAR
+
+    anchor_values, used = _match_anchors(tokens, anchors or {})
+    rest = [tok for i, tok in enumerate(tokens) if i not in used]
+
+    # "four out of five" / "four of five": the second number must be the scale's top.
+    numbers: list[int] = []
+    i = 0
+    while i < len(rest):
+        value = _number_of(rest[i])
+        if value is not None and rest[i] == "one" and i and rest[i - 1] in PRONOUN_BEFORE_ONE:
+            return UNCLEAR  # "that one", "the first one": a pronoun, not the number
+        if value is not None:
+            tail = rest[i + 1 : i + 4]
+            if tail[:2] == ["out", "of"] and len(tail) == 3 and _number_of(tail[2]) is not None:
+                if _number_of(tail[2]) != high:
+                    return UNCLEAR
+                i += 4
+            elif tail[:1] == ["of"] and len(tail) >= 2 and _number_of(tail[1]) is not None:
+                if _number_of(tail[1]) != high:
+                    return UNCLEAR
+                i += 3
+            else:
+                i += 1
+            numbers.append(value)
+            continue
+        if rest[i] not in FILLERS:
+            return UNCLEAR  # an unknown word may change the meaning: never guess
+        i += 1
+
+    candidates = set(numbers) | set(anchor_values)
+    if len(candidates) != 1 or len(numbers) > 1:
+        return UNCLEAR
+    value = candidates.pop()
+    if not low <= value <= high:
+        return UNCLEAR
+    return Answer("value", value)
+
+
+def parse_yes_no(text: str) -> Answer:
+    """Yes (1) or no (0); anything else is unclear."""
+    tokens = normalize(text)
+    command = parse_command(tokens)
+    if command is not None:
+        return command
+    core = [t for t in tokens if t not in {"um", "uh", "oh", "well", "hmm", "i", "think", "guess"}]
+    phrase = _phrase(core)
+    if phrase in YES_PHRASES or (core and all(t in YES_PHRASES for t in core)):
+        return Answer("value", 1)
+    if phrase in NO_PHRASES or (core and all(t in NO_PHRASES for t in core)):
+        return Answer("value", 0)
+    return UNCLEAR
+
+
+def parse_free_text(text: str) -> Answer:
+    """Any non-empty reply is the answer, except a bare skip or repeat request."""
+    tokens = normalize(text)
+    command = parse_command(tokens)
+    if command is not None:
+        return command
+    stripped = text.strip()
+    return Answer("value", stripped) if tokens else UNCLEAR
+
+
+DONE_PHRASES = frozenset(
+    {
+        "no", "nope", "nah", "that's all", "thats all", "that's it", "thats it", "i'm done",
+        "im done", "done", "nothing else", "nothing more", "no that's all", "no thats all",
+        "no that's it", "no thats it", "not really", "that is all", "that's everything",
+        "thats everything", "i'm finished", "im finished", "finished", "no more",
+        "no i'm done", "no im done", "all", "that's about it", "thats about it",
+    }
+)  # fmt: skip
+
+
+def is_done(text: str) -> bool:
+    """Did the participant say they have nothing more to add to their story?"""
+    ignored = {"um", "uh", "well", "oh", "okay", "ok", "really", "i", "think", "guess", "so"}
+    tokens = [t for t in normalize(text) if t not in ignored]
+    return _phrase(tokens) in DONE_PHRASES

@@ -1,0 +1,114 @@
+"""Wiring: open a home, pick the components its config asks for, run a session.
+
+The CLI and the scheduler service both call these functions; nothing here
+parses arguments or prints.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import sqlite_utils
+
+from companion.config import Config, Home, load_config, resolve_home, write_config
+from companion.dialogue import Channel
+from companion.errors import SessionBusyError
+from companion.match import LexicalMatcher
+from companion.protocol import Protocol, load_protocol
+from companion.session import Participant, SessionResult, StoryChooser, Understand, run_session
+from companion.simulate import SimulatedChannel, SimulatedParticipant
+from companion.store import ensure_participant, open_db
+from companion.stories import ensure_bank
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Opened:
+    home: Home
+    config: Config
+    protocol: Protocol
+    db: sqlite_utils.Database
+
+
+def open_home(home: str | Path | None, *, participant_id: str | None = None) -> Opened:
+    """Create or open a home: config, protocol and a migrated database with the story bank."""
+    resolved = resolve_home(home).ensure()
+    config = load_config(resolved)
+    if participant_id and participant_id != config.participant_id:
+        config = Config(**{**config.__dict__, "participant_id": participant_id})
+    protocol = load_protocol(config.protocol_path(resolved.path))
+    if not resolved.config_path.exists():
+        write_config(resolved, config)
+    db = open_db(resolved.db_path)
+    ensure_bank(db)
+    ensure_participant(db, config.participant_id, config.participant_name, config.timezone)
+    return Opened(resolved, config, protocol, db)
+
+
+@contextmanager
+def session_lock(home: Home) -> Iterator[None]:
+    """One session at a time per home, across processes (the scheduler and a manual start)."""
+    fd = os.open(home.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SessionBusyError(
+                f"{home.path}: another session is running; wait for it to finish"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def story_chooser(opened: Opened) -> tuple[StoryChooser, Understand | None]:
+    """The matcher and emotion understanding for this home's config."""
+    return StoryChooser(LexicalMatcher()), None
+
+
+def participant_of(opened: Opened) -> Participant:
+    c = opened.config
+    return Participant(c.participant_id, c.participant_name, c.timezone)
+
+
+def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> SessionResult:
+    chooser, understand = story_chooser(opened)
+    with session_lock(opened.home):
+        return run_session(
+            opened.db, opened.protocol, channel, participant_of(opened), chooser,
+            understand=understand, kind=kind,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    home: Path
+    result: SessionResult
+    table_counts: dict[str, int]
+    answers: list[tuple[str, str, int | None, str]]  # instrument, item, value, status
+
+
+def run_demo(home: str | Path | None, out: TextIO) -> DemoResult:
+    """A complete session with a simulated participant, in a fresh temporary home by default."""
+    path = Path(home) if home else Path(tempfile.mkdtemp(prefix="companion-demo-"))
+    if not home:
+        write_config(Home(path), Config(participant_id="DEMO01", participant_name="Sam"))
+    opened = open_home(path)
+    channel = SimulatedChannel(SimulatedParticipant(), out)
+    result = run_in_home(opened, channel)
+    tables = ("participants", "sessions", "turns", "story_exposures", "self_reports", "events")
+    counts = {t: opened.db[t].count for t in tables}
+    rows = opened.db.execute(
+        "SELECT instrument, item, value, status FROM self_reports WHERE session_id = ? ORDER BY id",
+        [result.session_id],
+    ).fetchall()
+    return DemoResult(path, result, counts, [tuple(r) for r in rows])

@@ -1,0 +1,339 @@
+"""The session engine: one daily storytelling session, for text and voice alike.
+
+It talks to the participant only through a `Channel`, and writes every turn and
+every answer to the database the moment it happens, so an interruption at any
+point keeps everything said before it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import sqlite_utils
+
+from companion import answers
+from companion.acknowledge import acknowledgement
+from companion.dialogue import Channel, EndOfInput, Expectation, Heard
+from companion.match import Exposure, Matcher, choose_story, effective_condition
+from companion.protocol import Instrument, Item, Protocol
+from companion.store import ensure_participant, iso, log_event, transaction, utc_now
+from companion.stories import heard_story_ids, load_stories
+
+log = logging.getLogger(__name__)
+
+Understand = Callable[[str], Mapping[str, float] | None]
+Clock = Callable[[], datetime]
+
+
+@dataclass(frozen=True)
+class Participant:
+    id: str
+    name: str
+    timezone: str
+
+    @property
+    def seed(self) -> int:
+        """Stable per-participant seed for counterbalancing, topics and phrasing."""
+        return int.from_bytes(hashlib.sha256(self.id.encode()).digest()[:4], "big")
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    session_id: int
+    status: str
+    kind: str
+    answers_stored: int
+    story_id: str | None
+
+
+class StoryChooser:
+    """Binds the matcher to the condition; a separate object so the model can swap in."""
+
+    def __init__(self, matcher: Matcher) -> None:
+        self.matcher = matcher
+
+    def choose(
+        self, db: sqlite_utils.Database, participant: Participant, condition: str,
+        query: str, rng: random.Random,
+    ) -> Exposure | None:  # fmt: skip
+        heard = heard_story_ids(db, participant.id)
+        candidates = [s for s in load_stories(db) if s.id not in heard]
+        return choose_story(condition, query, candidates, self.matcher, rng)
+
+
+def hint_for(item: Item) -> str:
+    if item.type == "likert":
+        low, high = (answers.NUMBER_NAMES[n] for n in (item.min, item.max))
+        return f"Please say a number from {low} to {high}, or say skip."
+    if item.type == "yesno":
+        return "Please say yes or no, or say skip."
+    return "Please answer in a few words, or say skip."
+
+
+def vocabulary_for(item: Item) -> tuple[str, ...]:
+    """Words and phrases a grammar recognizer should accept for this item."""
+    commands = ("skip", "repeat", "repeat that", "say that again", "pass")
+    if item.type == "likert":
+        numbers = [w for w, n in answers.NUMBER_WORDS.items() if item.min <= n <= item.max]
+        return (*numbers, *(item.anchors or {}).values(), *commands)
+    if item.type == "yesno":
+        return (*sorted(answers.YES_PHRASES), *sorted(answers.NO_PHRASES), *commands)
+    return ()
+
+
+def parse_item(item: Item, text: str) -> answers.Answer:
+    if item.type == "likert":
+        return answers.parse_scale(text, item.min, item.max, item.anchors)
+    if item.type == "yesno":
+        return answers.parse_yes_no(text)
+    return answers.parse_free_text(text)
+
+
+class SessionRun:
+    """State of one running session; methods are the protocol's steps."""
+
+    def __init__(
+        self, db: sqlite_utils.Database, protocol: Protocol, channel: Channel,
+        participant: Participant, chooser: StoryChooser, understand: Understand | None,
+        clock: Clock, kind: str,
+    ) -> None:  # fmt: skip
+        self.db, self.protocol, self.channel = db, protocol, channel
+        self.participant, self.chooser, self.understand = participant, chooser, understand
+        self.clock, self.kind = clock, kind
+        self.seq = 0
+        self.used_phrases: set[str] = set()
+        self.answers_stored = 0
+        self.story_id: str | None = None
+        self.session_id = 0
+        self.index = 0  # how many stories this participant has heard before
+        self.rng = random.Random()
+
+    # -- recording -------------------------------------------------------------------
+    def start(self) -> int:
+        now = self.clock()
+        local = now.astimezone(ZoneInfo(self.participant.timezone))
+        self.index = len(heard_story_ids(self.db, self.participant.id))
+        self.rng = random.Random(f"{self.participant.seed}:{self.index}:{iso(now)}")
+        with transaction(self.db):
+            cursor = self.db.execute(
+                "INSERT INTO sessions (participant_id, protocol_id, protocol_version, kind, "
+                "mode, status, started_at, timezone, local_date) "
+                "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                [self.participant.id, self.protocol.id, self.protocol.version, self.kind,
+                 self.channel.mode, iso(now), self.participant.timezone, local.date().isoformat()],
+            )  # fmt: skip
+        self.session_id = int(cursor.lastrowid or 0)
+        log_event(self.db, "session_started", f"kind={self.kind}", session_id=self.session_id)
+        return self.session_id
+
+    def finish(self, status: str, reason: str | None = None) -> None:
+        with transaction(self.db):
+            self.db.execute(
+                "UPDATE sessions SET status = ?, reason = ?, ended_at = ? WHERE id = ?",
+                [status, reason, iso(self.clock()), self.session_id],
+            )
+        log_event(self.db, f"session_{status}", reason or "", session_id=self.session_id)
+
+    def _turn(self, speaker: str, purpose: str, text: str, start: datetime, end: datetime,
+              confidence: float | None = None, audio_path: str | None = None) -> None:  # fmt: skip
+        self.seq += 1
+        with transaction(self.db):
+            self.db.execute(
+                "INSERT INTO turns (session_id, seq, speaker, purpose, text, started_at, ended_at, "
+                "asr_confidence, audio_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [self.session_id, self.seq, speaker, purpose, text, iso(start), iso(end),
+                 confidence, audio_path],
+            )  # fmt: skip
+
+    def say(self, text: str, purpose: str) -> None:
+        start = self.clock()
+        self.channel.say(text)
+        self._turn("companion", purpose, text, start, self.clock())
+
+    def hear(self, expect: Expectation, purpose: str) -> Heard:
+        heard = self.channel.listen(expect)
+        self._turn("participant", purpose, heard.text, heard.started_at, heard.ended_at,
+                   heard.confidence, heard.audio_path)  # fmt: skip
+        return heard
+
+    def prompt(self, key: str, **values: str) -> str:
+        return self.protocol.prompts[key].format(name=self.participant.name, **values)
+
+    # -- steps -------------------------------------------------------------------------
+    def ask(self, instrument: Instrument, item: Item) -> None:
+        purpose = f"{instrument.id}.{item.id}"
+        expect = Expectation("answer", vocabulary_for(item))
+        raws: list[str] = []
+        unclear = repeats = 0
+        text = item.text
+        while True:
+            self.say(text, purpose)
+            heard = self.hear(expect, purpose)
+            raws.append(heard.text)
+            answer = parse_item(item, heard.text)
+            if answer.kind == "repeat" and repeats <= self.protocol.max_reprompts:
+                repeats += 1
+                text = item.text
+                continue
+            if answer.kind == "value":
+                self.store(instrument, item, answer.value, raws, "answered")
+                return
+            if answer.kind == "skip":
+                self.store(instrument, item, None, raws, "skipped")
+                return
+            unclear += 1
+            if unclear > self.protocol.max_reprompts:
+                self.say(self.prompt("gave_up"), purpose)
+                self.store(instrument, item, None, raws, "missing")
+                return
+            text = self.prompt("reprompt", hint=hint_for(item))
+
+    def store(self, instrument: Instrument, item: Item, value: int | str | None,
+              raws: list[str], status: str) -> None:  # fmt: skip
+        number = value if isinstance(value, int) else None
+        free_text = value if isinstance(value, str) else None
+        with transaction(self.db):
+            self.db.execute(
+                "INSERT INTO self_reports (session_id, instrument, item, value, value_text, "
+                "raw_answer, attempts, answered_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [self.session_id, instrument.id, item.id, number, free_text, " | ".join(raws),
+                 len(raws), iso(self.clock()), status],
+            )  # fmt: skip
+        self.answers_stored += 1
+
+    def instruments(self, phase: str) -> None:
+        for instrument in self.protocol.instruments_for(phase, self.kind):
+            if instrument.intro:
+                self.say(instrument.intro, f"{instrument.id}.intro")
+            for item in instrument.items:
+                self.ask(instrument, item)
+
+    def acknowledge(self, text: str) -> str:
+        emotions = self.understand(text) if self.understand else None
+        return acknowledgement(emotions, self.used_phrases, self.rng)
+
+    def story_sharing(self) -> str:
+        topics = self.protocol.topics
+        topic = topics[(self.participant.seed + self.index) % len(topics)]
+        expect = Expectation("story", max_seconds=self.protocol.story_max_seconds)
+        self.say(self.prompt("story_invitation", topic=topic), "story_invitation")
+        heard = self.hear(expect, "story")
+        if not heard.text.strip():
+            self.say(self.prompt("story_nothing_heard", topic=topic), "story_invitation")
+            heard = self.hear(expect, "story")
+        first = heard.text.strip()
+        if (
+            not first
+            or answers.is_done(first)
+            or answers.parse_command(answers.normalize(first)) == answers.SKIP
+        ):
+            self.say(self.prompt("story_none"), "story_none")
+            return ""
+        parts = [first]
+        follow_ups = self.protocol.follow_ups
+        for n in range(self.protocol.follow_up_turns):
+            ack = self.acknowledge(" ".join(parts))
+            question = follow_ups[n % len(follow_ups)] if follow_ups else ""
+            self.say(f"{ack} {question}".strip(), "follow_up")
+            if not follow_ups:
+                break
+            reply = self.hear(expect, "story").text.strip()
+            if not reply or answers.is_done(reply):
+                return " ".join(parts)
+            parts.append(reply)
+        if follow_ups and self.protocol.follow_up_turns:
+            self.say(self.acknowledge(" ".join(parts)), "acknowledgement")
+        return " ".join(parts)
+
+    def story_reading(self, participant_story: str) -> bool:
+        condition = effective_condition(self.protocol.condition, self.index, self.participant.seed)
+        exposure = self.chooser.choose(
+            self.db, self.participant, condition, participant_story, self.rng
+        )
+        if exposure is None:
+            log_event(self.db, "bank_exhausted", self.participant.id, level="warning",
+                      session_id=self.session_id)  # fmt: skip
+            self.say(self.prompt("no_stories_left"), "no_stories_left")
+            return False
+        self.record_exposure(exposure, story_condition=self.protocol.condition)
+        self.say(self.prompt("story_intro", title=exposure.story.title), "story_intro")
+        self.say(exposure.story.text, "story_reading")
+        self.say(self.prompt("story_outro"), "story_outro")
+        return True
+
+    def record_exposure(self, exposure: Exposure, story_condition: str) -> None:
+        import json
+
+        # Recorded before reading: a story begun is a story heard, never repeated.
+        with transaction(self.db):
+            self.db.execute(
+                "INSERT INTO story_exposures (session_id, story_id, condition, story_condition, "
+                "match_score, rank, components, exposed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [self.session_id, exposure.story.id, exposure.condition, story_condition,
+                 exposure.score, exposure.rank, json.dumps(dict(exposure.components)),
+                 iso(self.clock())],
+            )  # fmt: skip
+        self.story_id = exposure.story.id
+
+    def run(self) -> None:
+        greeting = "first_greeting" if self.kind == "enrolment" else "greeting"
+        self.say(self.prompt(greeting), "greeting")
+        if self.protocol.instruments_for("checkin", self.kind):
+            self.say(self.prompt("checkin_intro"), "checkin_intro")
+        self.instruments("checkin")
+        story = self.story_sharing()
+        if self.story_reading(story) and self.protocol.instruments_for("post_story", self.kind):
+            self.say(self.prompt("instruments_intro"), "instruments_intro")
+            self.instruments("post_story")
+        self.instruments("closing")
+        self.say(self.prompt("closing"), "closing")
+        self.say(self.prompt("goodbye"), "goodbye")
+
+
+def session_kind(db: sqlite_utils.Database, participant_id: str, requested: str | None) -> str:
+    """Enrolment for a participant's first completed session, else daily (unless requested)."""
+    if requested and requested != "auto":
+        return requested
+    done = db.execute(
+        "SELECT COUNT(*) FROM sessions WHERE participant_id = ? AND status = 'completed'",
+        [participant_id],
+    ).fetchone()[0]
+    return "enrolment" if done == 0 else "daily"
+
+
+def run_session(
+    db: sqlite_utils.Database,
+    protocol: Protocol,
+    channel: Channel,
+    participant: Participant,
+    chooser: StoryChooser,
+    *,
+    understand: Understand | None = None,
+    clock: Clock = utc_now,
+    kind: str | None = None,
+) -> SessionResult:
+    """Run one session to its end. EOF or Ctrl-C end it as interrupted, answers kept."""
+    ensure_participant(db, participant.id, participant.name, participant.timezone)
+    run = SessionRun(db, protocol, channel, participant, chooser, understand, clock,
+                     session_kind(db, participant.id, kind))  # fmt: skip
+    run.start()
+    status, reason = "completed", None
+    try:
+        run.run()
+    except EndOfInput as exc:
+        status, reason = "interrupted", str(exc) or "participant input ended"
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "stopped with Ctrl-C"
+    except BaseException as exc:
+        run.finish("aborted", f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        channel.close()
+    run.finish(status, reason)
+    return SessionResult(run.session_id, status, run.kind, run.answers_stored, run.story_id)

@@ -1,0 +1,192 @@
+"""The story bank: stories the companion reads aloud, stored in the study database.
+
+The shipped bank (companion/data/stories.jsonl, written by the companion team) is
+loaded on first use; researchers add their own with `companion stories import`.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import logging
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from companion.emotions import EMOTIONS
+from companion.errors import StoryImportError
+from companion.store import iso, transaction, utc_now
+
+log = logging.getLogger(__name__)
+
+MIN_WORDS, MAX_WORDS = 20, 1500
+
+
+@dataclass(frozen=True)
+class Story:
+    id: str
+    title: str
+    text: str
+    emotion: str | None = None
+    tags: tuple[str, ...] = ()
+
+    @property
+    def word_count(self) -> int:
+        return len(self.text.split())
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    added: int
+    skipped_duplicates: int
+
+
+def content_hash(text: str) -> str:
+    """Same story text, whatever the spacing or case, gives the same hash."""
+    canonical = re.sub(r"\s+", " ", text).strip().lower()
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def bundled_stories() -> list[Story]:
+    text = resources.files("companion.data").joinpath("stories.jsonl").read_text("utf-8")
+    return parse_stories(text, "companion/data/stories.jsonl", id_prefix="bank-")
+
+
+def ensure_bank(db: sqlite_utils.Database) -> int:
+    """Add the shipped stories that the database does not have yet. Returns how many."""
+    return add_stories(db, bundled_stories(), source="bank").added
+
+
+def add_stories(db: sqlite_utils.Database, stories: list[Story], source: str) -> ImportResult:
+    known_hashes = {row[0] for row in db.execute("SELECT content_hash FROM stories")}
+    known_ids = {row[0] for row in db.execute("SELECT id FROM stories")}
+    added = skipped = 0
+    now = iso(utc_now())
+    with transaction(db):
+        for story in stories:
+            digest = content_hash(story.text)
+            if digest in known_hashes or story.id in known_ids:
+                skipped += 1
+                continue
+            db.execute(
+                "INSERT INTO stories (id, title, text, emotion, tags, source, word_count, "
+                "content_hash, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [story.id, story.title, story.text, story.emotion, json.dumps(list(story.tags)),
+                 source, story.word_count, digest, now],
+            )  # fmt: skip
+            known_hashes.add(digest)
+            known_ids.add(story.id)
+            added += 1
+    return ImportResult(added, skipped)
+
+
+def import_file(db: sqlite_utils.Database, path: Path) -> ImportResult:
+    """Import stories from CSV or JSONL (title, text, optional emotion/tags/id)."""
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        raise StoryImportError(f"{path}: cannot read ({exc.strerror})") from exc
+    except UnicodeDecodeError:
+        raise StoryImportError(f"{path}: not UTF-8 text; save it as UTF-8") from None
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        stories = parse_csv(text, str(path))
+    elif suffix in (".jsonl", ".ndjson", ".json"):
+        stories = parse_stories(text, str(path), id_prefix="import-")
+    else:
+        raise StoryImportError(f"{path}: unknown format {suffix!r}; use .csv or .jsonl")
+    if not stories:
+        raise StoryImportError(f"{path}: no stories found; the file is empty")
+    return add_stories(db, stories, source=f"import:{path.name}")
+
+
+def parse_stories(text: str, source: str, id_prefix: str) -> list[Story]:
+    stories = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise StoryImportError(f"{source}:{lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise StoryImportError(f"{source}:{lineno}: each line must be a JSON object")
+        stories.append(_story(record, source, lineno, id_prefix))
+    return stories
+
+
+def parse_csv(text: str, source: str) -> list[Story]:
+    reader = csv.DictReader(io.StringIO(text))
+    missing = {"title", "text"} - set(reader.fieldnames or [])
+    if missing:
+        raise StoryImportError(
+            f"{source}:1: header lacks column(s) {', '.join(sorted(missing))}; "
+            "the header needs title,text and optionally emotion,tags,id"
+        )
+    stories = []
+    try:
+        for row in reader:
+            lineno = reader.line_num
+            if None in row:
+                raise StoryImportError(f"{source}:{lineno}: more fields than the header has")
+            record: dict[str, Any] = {k: v for k, v in row.items() if v not in (None, "")}
+            if "tags" in record:
+                record["tags"] = [t.strip() for t in re.split(r"[;,]", record["tags"]) if t.strip()]
+            stories.append(_story(record, source, lineno, "import-"))
+    except csv.Error as exc:
+        raise StoryImportError(f"{source}:{reader.line_num}: bad CSV ({exc})") from None
+    return stories
+
+
+def _story(record: dict[str, Any], source: str, lineno: int, id_prefix: str) -> Story:
+    where = f"{source}:{lineno}"
+    title, text = record.get("title"), record.get("text")
+    if not isinstance(title, str) or not title.strip():
+        raise StoryImportError(f"{where}: title: missing or empty; every story needs a title")
+    if not isinstance(text, str) or not text.strip():
+        raise StoryImportError(f"{where}: text: missing or empty; every story needs its text")
+    words = len(text.split())
+    if not MIN_WORDS <= words <= MAX_WORDS:
+        raise StoryImportError(
+            f"{where}: text: {words} words; a story needs {MIN_WORDS} to {MAX_WORDS} words"
+        )
+    emotion = record.get("emotion")
+    if emotion is not None and emotion not in EMOTIONS:
+        raise StoryImportError(
+            f"{where}: emotion: {emotion!r} is not one of the 32 EmpatheticDialogues emotions"
+        )
+    tags = record.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise StoryImportError(f"{where}: tags: must be a list of strings")
+    story_id = record.get("id") or content_hash(text)[:12]
+    if not isinstance(story_id, str | int):
+        raise StoryImportError(f"{where}: id: must be a string")
+    return Story(
+        id=f"{id_prefix}{story_id}",
+        title=title.strip(),
+        text=" ".join(text.split()),
+        emotion=emotion,
+        tags=tuple(tags),
+    )
+
+
+def load_stories(db: sqlite_utils.Database) -> list[Story]:
+    return [
+        Story(row["id"], row["title"], row["text"], row["emotion"], tuple(json.loads(row["tags"])))
+        for row in db.query("SELECT * FROM stories ORDER BY id")
+    ]
+
+
+def heard_story_ids(db: sqlite_utils.Database, participant_id: str) -> set[str]:
+    rows = db.execute(
+        "SELECT e.story_id FROM story_exposures e JOIN sessions s ON s.id = e.session_id "
+        "WHERE s.participant_id = ?",
+        [participant_id],
+    )
+    return {row[0] for row in rows}

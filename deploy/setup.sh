@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One-step setup on a fresh Debian / Raspberry Pi OS machine, from a clone of the repo.
+#   bash deploy/setup.sh          system packages + .venv with the companion
+#   bash deploy/setup.sh --test   the same plus test tools and test-only models
+# Idempotent: safe to run again after `git pull`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras=""
+[ "${1:-}" = "--test" ] && extras="[test]"
+
+# espeak-ng: the speech engine behind pyttsx3 (also synthesises test audio);
+# alsa-utils: aplay for pyttsx3's say(); libportaudio2: sounddevice's microphone/speaker access;
+# sox: audio conversion in tests and benchmarks.
+packages="espeak-ng alsa-utils libportaudio2 sox"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  # shellcheck disable=SC2086
+  $SUDO apt-get install -y -q $missing
+fi
+
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".${extras}"
+.venv/bin/companion --version
