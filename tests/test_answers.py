@@ -1,0 +1,225 @@
+"""Answer parsing: a stored value is what the participant clearly meant, or nothing."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from companion.answers import (
+    NUMBER_NAMES,
+    Answer,
+    is_done,
+    parse_free_text,
+    parse_scale,
+    parse_yes_no,
+)
+
+AGREE = {
+    1: "strongly disagree",
+    2: "disagree",
+    3: "neither agree nor disagree",
+    4: "agree",
+    5: "strongly agree",
+}
+MOOD = {1: "very unpleasant", 2: "unpleasant", 3: "neutral", 4: "pleasant", 5: "very pleasant"}
+ENDS = {1: "not at all", 5: "completely"}
+
+V = lambda n: Answer("value", n)  # noqa: E731
+UNCLEAR = Answer("unclear")
+SKIP = Answer("skip")
+REPEAT = Answer("repeat")
+
+SCALE_CASES = [
+    # plain numbers
+    ("4", AGREE, V(4)),
+    ("four", AGREE, V(4)),
+    ("Four.", AGREE, V(4)),
+    ("  5  ", AGREE, V(5)),
+    ("1", AGREE, V(1)),
+    ("one", AGREE, V(1)),
+    ("I'd say four", AGREE, V(4)),
+    ("I’d say four", AGREE, V(4)),  # typographic apostrophe
+    ("a four", AGREE, V(4)),
+    ("um, a three I think", AGREE, V(3)),
+    ("three please", AGREE, V(3)),
+    ("four out of five", AGREE, V(4)),
+    ("4 out of 5", AGREE, V(4)),
+    ("two of five", AGREE, V(2)),
+    ("yeah, five", AGREE, V(5)),
+    ("okay so two", AGREE, V(2)),
+    ("probably two", AGREE, V(2)),
+    ("I would give it a four", AGREE, V(4)),
+    ("my answer is three", AGREE, V(3)),
+    ("FIVE!", AGREE, V(5)),
+    # anchor labels
+    ("strongly agree", AGREE, V(5)),
+    ("agree", AGREE, V(4)),
+    ("I agree", AGREE, V(4)),
+    ("disagree", AGREE, V(2)),
+    ("strongly disagree", AGREE, V(1)),
+    ("neither agree nor disagree", AGREE, V(3)),
+    ("five, strongly agree", AGREE, V(5)),
+    ("4 - agree", AGREE, V(4)),
+    ("very pleasant", MOOD, V(5)),
+    ("pleasant", MOOD, V(4)),
+    ("neutral", MOOD, V(3)),
+    ("not at all", ENDS, V(1)),
+    ("completely", ENDS, V(5)),
+    ("one, not at all", ENDS, V(1)),
+    # commands
+    ("skip", AGREE, SKIP),
+    ("skip that one", AGREE, SKIP),
+    ("Pass.", AGREE, SKIP),
+    ("I'd rather not say", AGREE, SKIP),
+    ("repeat that", AGREE, REPEAT),
+    ("Repeat that please", AGREE, REPEAT),
+    ("sorry, could you repeat that?", AGREE, REPEAT),
+    ("say that again", AGREE, REPEAT),
+    ("what?", AGREE, REPEAT),
+    ("pardon", AGREE, REPEAT),
+    # unclear: never guess
+    ("", AGREE, UNCLEAR),
+    ("   ", AGREE, UNCLEAR),
+    ("three or four", AGREE, UNCLEAR),
+    ("between three and four", AGREE, UNCLEAR),
+    ("not five", AGREE, UNCLEAR),
+    ("not really five", AGREE, UNCLEAR),
+    ("fivefold", AGREE, UNCLEAR),
+    ("4th", AGREE, UNCLEAR),
+    ("fourth", AGREE, UNCLEAR),
+    ("4.5", AGREE, UNCLEAR),
+    ("three and a half", AGREE, UNCLEAR),
+    ("six", AGREE, UNCLEAR),
+    ("0", AGREE, UNCLEAR),
+    ("10", AGREE, UNCLEAR),
+    ("44", AGREE, UNCLEAR),
+    ("-3", AGREE, V(3)),  # the minus is punctuation in speech transcripts; 3 is in range
+    ("four out of ten", AGREE, UNCLEAR),
+    ("four strongly agree", AGREE, UNCLEAR),
+    ("agree, two", AGREE, UNCLEAR),
+    ("somewhat agree", AGREE, UNCLEAR),
+    ("I don't agree", AGREE, UNCLEAR),
+    ("not agree", AGREE, UNCLEAR),
+    ("agree and disagree", AGREE, UNCLEAR),
+    ("maybe four", AGREE, UNCLEAR),
+    ("four because it was fun", AGREE, UNCLEAR),
+    ("almost five", AGREE, UNCLEAR),
+    ("more than three", AGREE, UNCLEAR),
+    ("the first one", AGREE, UNCLEAR),
+    ("that one", AGREE, UNCLEAR),
+    ("for", AGREE, UNCLEAR),  # homophone of four in speech, but not a number in text
+    ("skip four", AGREE, UNCLEAR),
+    ("asdf qwerty", AGREE, UNCLEAR),
+    ("[noise]", AGREE, UNCLEAR),
+    ("very", MOOD, UNCLEAR),
+    ("not pleasant", MOOD, UNCLEAR),
+    ("unpleasant pleasant", MOOD, UNCLEAR),
+]
+
+
+@pytest.mark.parametrize(("text", "anchors", "expected"), SCALE_CASES)
+def test_scale_answers(text: str, anchors: dict[int, str], expected: Answer) -> None:
+    assert parse_scale(text, 1, 5, anchors) == expected
+
+
+def test_table_is_large_and_adversarial() -> None:
+    assert len(SCALE_CASES) >= 60
+    assert sum(1 for _, _, e in SCALE_CASES if e == UNCLEAR) >= 25
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("yes", V(1)),
+        ("Yeah.", V(1)),
+        ("I think yes", V(1)),
+        ("of course", V(1)),
+        ("no", V(0)),
+        ("nope", V(0)),
+        ("not really", V(0)),
+        ("yes and no", UNCLEAR),
+        ("no yes", UNCLEAR),
+        ("maybe", UNCLEAR),
+        ("", UNCLEAR),
+        ("skip", SKIP),
+        ("repeat that", REPEAT),
+    ],
+)
+def test_yes_no(text: str, expected: Answer) -> None:
+    assert parse_yes_no(text) == expected
+
+
+def test_free_text() -> None:
+    assert parse_free_text("  I felt calm today. ") == Answer("value", "I felt calm today.")
+    assert parse_free_text("") == UNCLEAR
+    assert parse_free_text("skip") == SKIP
+
+
+@pytest.mark.parametrize(
+    ("text", "done"),
+    [("That's all", True), ("no", True), ("I'm done.", True), ("That's all, really.", True),
+     ("nothing else", True), ("It was my birthday and nobody came", False), ("", False)],
+)  # fmt: skip
+def test_is_done(text: str, done: bool) -> None:
+    assert is_done(text) is done
+
+
+def test_scale_range_respected() -> None:
+    assert parse_scale("seven", 0, 10) == V(7)
+    assert parse_scale("zero", 0, 10) == V(0)
+    assert parse_scale("seven", 1, 5) == UNCLEAR
+
+
+# ---- property: a parsed value is always correct or NULL -------------------------------
+
+SAFE_FILLERS = ["um", "I'd say", "a", "I think", "okay", "yeah", "please", "my answer is"]
+DISTRACTORS = ["not", "or {other}", "{other}", "and {other}", "maybe", "almost", "fold",
+               "more than", "less than", "half", "th", "because", "no"]  # fmt: skip
+
+
+def _spoken(value: int, style: int) -> str:
+    return [str(value), NUMBER_NAMES[value], AGREE[value]][style]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    value=st.integers(1, 5),
+    style=st.integers(0, 2),
+    before=st.lists(st.sampled_from(SAFE_FILLERS), max_size=2),
+    after=st.lists(st.sampled_from(SAFE_FILLERS), max_size=2),
+    distractor=st.one_of(st.none(), st.sampled_from(DISTRACTORS)),
+    other=st.integers(0, 9),
+    position=st.booleans(),
+    glue=st.sampled_from([" ", ", ", " - ", "... "]),
+)
+def test_parsed_value_is_correct_or_null(
+    value, style, before, after, distractor, other, position, glue
+) -> None:
+    core = _spoken(value, style)
+    words = [*before, core, *after]
+    if distractor is not None:
+        other_word = NUMBER_NAMES[other] if other != value else NUMBER_NAMES[(value % 5) + 1]
+        piece = distractor.format(other=other_word)
+        if piece == "fold" or piece == "th":
+            words[len(before)] = core + piece  # glued suffix: "fourfold", "4th"
+        elif position:
+            words.insert(len(before), piece)
+        else:
+            words.insert(len(before) + 1, piece)
+    text = glue.join(words)
+    answer = parse_scale(text, 1, 5, AGREE)
+    if distractor is None:
+        assert answer == V(value), text  # clean answers are understood
+    else:
+        assert answer.kind in ("unclear", "value"), text
+        if answer.kind == "value":
+            assert answer.value == value, text  # never a different value
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_arbitrary_text_never_crashes_and_stays_in_range(text: str) -> None:
+    answer = parse_scale(text, 1, 5, AGREE)
+    if answer.kind == "value":
+        assert isinstance(answer.value, int) and 1 <= answer.value <= 5

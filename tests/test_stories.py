@@ -1,0 +1,78 @@
+"""The story bank: shipped stories, import from CSV/JSONL, listing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from companion.emotions import EMOTIONS
+from companion.stories import bundled_stories
+from tests.conftest import run_cli
+
+STORY_TEXT = " ".join(["This is a short test story about a walk by the sea."] * 4)
+
+
+def test_shipped_bank() -> None:
+    stories = bundled_stories()
+    assert len(stories) >= 60
+    assert len({s.id for s in stories}) == len(stories)
+    assert len({s.title for s in stories}) == len(stories)
+    for story in stories:
+        assert 120 <= story.word_count <= 300, story.id
+        assert story.emotion in EMOTIONS
+    assert {s.emotion for s in stories} == set(EMOTIONS)
+
+
+def test_import_jsonl_and_csv_skips_duplicates(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    jsonl = tmp_path / "extra.jsonl"
+    jsonl.write_text(
+        json.dumps({"title": "Sea walk", "text": STORY_TEXT, "emotion": "content"}) + "\n"
+        + json.dumps({"title": "Sea walk again", "text": STORY_TEXT.upper()}) + "\n"
+    )  # fmt: skip
+    proc = run_cli("stories", "import", "--home", str(home), str(jsonl))
+    assert proc.returncode == 0, proc.stderr
+    assert "1 stories added, 1 duplicates skipped" in proc.stdout
+    csv_file = tmp_path / "extra.csv"
+    csv_file.write_text(
+        'title,text,emotion,tags\n"Garden","' + STORY_TEXT.replace("sea", "garden")
+        + '",hopeful,"garden; spring"\n'
+    )  # fmt: skip
+    assert (
+        "1 stories added" in run_cli("stories", "import", "--home", str(home), str(csv_file)).stdout
+    )
+    assert (
+        "0 stories added, 1 duplicates"
+        in run_cli("stories", "import", "--home", str(home), str(csv_file)).stdout
+    )
+    listing = run_cli("stories", "list", "--home", str(home)).stdout.splitlines()
+    assert len(listing) == len(bundled_stories()) + 2
+    assert any(line.endswith("\tGarden") and "\thopeful\t" in line for line in listing)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "where"),
+    [
+        ("bad.jsonl", '{"title": "A", "text": "' + STORY_TEXT + '"}\n{broken\n', "bad.jsonl:2"),
+        ("notitle.jsonl", '{"text": "' + STORY_TEXT + '"}\n', "notitle.jsonl:1: title"),
+        ("short.jsonl", '{"title": "A", "text": "too short"}\n', "short.jsonl:1: text"),
+        ("emotion.jsonl", '{"title": "A", "emotion": "meh", "text": "' + STORY_TEXT + '"}\n',
+         "emotion.jsonl:1: emotion"),
+        ("header.csv", "name,body\nA,B\n", "header.csv:1"),
+        ("row.csv", f'title,text\n"A","{STORY_TEXT}"\n"B"\n', "row.csv:3: text"),
+        ("story.txt", "hello", "use .csv or .jsonl"),
+    ],
+)  # fmt: skip
+def test_bad_story_files(tmp_path: Path, name: str, content: str, where: str) -> None:
+    home = tmp_path / "home"
+    file = tmp_path / name
+    file.write_text(content)
+    proc = run_cli("stories", "import", "--home", str(home), str(file))
+    assert proc.returncode == 2, proc.stdout
+    line = proc.stderr.strip()
+    assert "\n" not in line and where in line, line
+    # nothing partially imported
+    listing = run_cli("stories", "list", "--home", str(home)).stdout.splitlines()
+    assert len(listing) == len(bundled_stories())
