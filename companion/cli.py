@@ -144,6 +144,144 @@ def stories_list(home) -> None:
         click.echo(f"{story.id}\t{story.emotion or '-'}\t{story.word_count}\t{story.title}")
 
 
+@cli.command()
+@home_option
+@click.option(
+    "--out", "out", required=True, type=click.Path(file_okay=False), help="New directory."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="csv", show_default=True
+)
+@click.option("--participant", help="Only this participant's sessions.")
+@click.option("--since", type=click.DateTime(["%Y-%m-%d"]), help="First local date (YYYY-MM-DD).")
+@click.option("--until", type=click.DateTime(["%Y-%m-%d"]), help="Last local date (YYYY-MM-DD).")
+@click.option("--deidentify", is_flag=True, help="Pseudonymise ids and redact free text.")
+@click.option(
+    "--salt-file",
+    type=click.Path(dir_okay=False),
+    help="Pseudonym salt (default: HOME/export_salt).",
+)
+@click.option(
+    "--names-file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="Extra names to redact, one a line (default: HOME/redact_names.txt if present).",
+)
+@click.option("--include-transcripts", is_flag=True, help="Export what was said (turns.text).")
+@click.option("--include-audio", is_flag=True, help="Copy recorded audio into the export.")
+def export(home, out, fmt, participant, since, until, deidentify, salt_file, names_file,
+           include_transcripts, include_audio) -> None:  # fmt: skip
+    """Export the study data: one file per table, codebook and manifest with checksums."""
+    from pathlib import Path
+
+    from companion.config import resolve_home
+    from companion.deidentify import load_names_file
+    from companion.export import ExportOptions, count_rows, export_home
+    from companion.store import open_db
+
+    resolved = resolve_home(home)
+    default_names = resolved.path / "redact_names.txt"
+    names_path = Path(names_file) if names_file else default_names
+    options = ExportOptions(
+        format=fmt, participant=participant,
+        since=since.date() if since else None, until=until.date() if until else None,
+        deidentify=deidentify, include_transcripts=include_transcripts,
+        include_audio=include_audio, salt_file=Path(salt_file) if salt_file else None,
+        extra_names=tuple(load_names_file(names_path)) if names_path.exists() else (),
+    )  # fmt: skip
+    if sys.stderr.isatty():
+        total = count_rows(open_db(resolved.db_path, readonly=True), options)
+        with click.progressbar(length=total, label="exporting", file=sys.stderr) as bar:
+            result = export_home(resolved, Path(out), options, progress=bar.update)
+    else:
+        result = export_home(resolved, Path(out), options)
+    rows = ", ".join(f"{t} {n}" for t, n in result.rows.items())
+    click.echo(f"exported device {result.device_id} to {result.out}: {rows}")
+
+
+@cli.command()
+@home_option
+@click.option(
+    "--db",
+    "db_file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="A database file instead of a home (e.g. a merged study database).",
+)
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Directory.")
+def report(home, db_file, out) -> None:
+    """Write a self-contained HTML report with plots (report.html in --out)."""
+    from pathlib import Path
+
+    from companion.config import resolve_home
+    from companion.report import write_report
+
+    path = Path(db_file) if db_file else resolve_home(home).db_path
+    page = write_report(path, Path(out))
+    click.echo(f"report: {page}")
+
+
+@cli.command()
+@home_option
+@click.option(
+    "--db",
+    "db_file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="A database file instead of a home (e.g. a merged study database).",
+)
+@click.option("--port", default=8001, show_default=True, help="Port on 127.0.0.1.")
+def browse(home, db_file, port) -> None:
+    """Browse the database read-only in datasette on 127.0.0.1 (needs the browse extra)."""
+    from pathlib import Path
+
+    from companion.codebook import browse_command
+    from companion.config import resolve_home
+
+    path = Path(db_file) if db_file else resolve_home(home).db_path
+    argv, metadata = browse_command(path, port)
+    try:
+        import subprocess
+
+        subprocess.run(argv, check=False)
+    finally:
+        metadata.unlink(missing_ok=True)
+
+
+@cli.command()
+@click.argument("out_db", type=click.Path(dir_okay=False))
+@click.argument("exports", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
+def merge(out_db, exports) -> None:
+    """Merge devices' exports into one study database (idempotent)."""
+    from pathlib import Path
+
+    from companion.merge import merge_exports
+
+    for result in merge_exports(Path(out_db), [Path(e) for e in exports]):
+        added = sum(result.added.values())
+        click.echo(f"device {result.device_id}: {added} rows added, "
+                   f"{sum(result.skipped.values())} already present")  # fmt: skip
+
+
+@cli.command()
+@home_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@click.option("--skip", multiple=True, help="Leave out a check (audio, service, network, ...).")
+def doctor(home, as_json, skip) -> None:
+    """Check this device: audio, models, clock, disk, database, service, permissions, network."""
+    import json
+
+    from companion.config import resolve_home
+    from companion.doctor import run_checks
+
+    findings = run_checks(resolve_home(home), skip=set(skip))
+    if as_json:
+        click.echo(json.dumps({"ok": all(f.ok for f in findings),
+                               "findings": [f.as_dict() for f in findings]}))  # fmt: skip
+    else:
+        for f in findings:
+            click.echo(f"{f.status:4} {f.check}: {f.detail}")
+    if not all(f.ok for f in findings):
+        sys.exit(1)
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)

@@ -1,0 +1,318 @@
+"""`companion doctor`: is this device ready for a study day? One finding per check.
+
+Everything the machine decides (free space, audio devices, sockets, clock,
+systemd) comes through `Probes`, so tests plant faults without root or hardware.
+Modules other engineers are still building (encoder, ASR models) are probed
+through importlib and never assumed to exist.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from companion.config import Config, Home, load_config
+from companion.errors import CompanionError
+
+log = logging.getLogger(__name__)
+
+SERVICE = "companion.service"
+FAIL_FREE_BYTES = 200 * 1024 * 1024
+WARN_FREE_BYTES = 1024 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    status: str  # ok, warn or fail
+    detail: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "fail"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"check": self.check, "status": self.status, "detail": self.detail}
+
+
+def _free_bytes(path: Path) -> int:
+    return shutil.disk_usage(path).free
+
+
+def _audio_devices() -> list[dict[str, Any]]:
+    import sounddevice
+
+    return [dict(d) for d in sounddevice.query_devices()]
+
+
+def _systemctl(unit: str) -> str | None:
+    exe = shutil.which("systemctl")
+    if exe is None:
+        return None
+    done = subprocess.run([exe, "is-active", unit], capture_output=True, text=True, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+@dataclass(frozen=True)
+class Probes:
+    """The machine as doctor sees it; None means the real thing."""
+
+    free_bytes: Callable[[Path], int] | None = None
+    audio_devices: Callable[[], list[dict[str, Any]]] | None = None
+    listening: Callable[[], list[tuple[int, str]]] | None = None  # (pid, "addr:port")
+    now: Callable[[], datetime] | None = None
+    service_state: Callable[[str], str | None] | None = None
+
+
+def check_audio(config: Config, probes: Probes) -> list[Finding]:
+    try:
+        devices = (probes.audio_devices or _audio_devices)()
+    except Exception as exc:  # PortAudio missing or broken: report, never crash doctor
+        return [Finding("audio", "fail", f"cannot list audio devices ({exc})")]
+    out = []
+    for kind, key, wanted in (
+        ("audio-in", "max_input_channels", config.voice.input_device),
+        ("audio-out", "max_output_channels", config.voice.output_device),
+    ):
+        names = [str(d.get("name")) for d in devices if int(d.get(key, 0)) > 0]
+        if wanted and not any(wanted in n for n in names):
+            out.append(Finding(kind, "fail", f"configured device {wanted!r} not found"))
+        elif not names:
+            out.append(Finding(kind, "fail", "no device found; plug in or check ALSA"))
+        else:
+            out.append(Finding(kind, "ok", f"{len(names)} device(s), e.g. {names[0]}"))
+    return out
+
+
+def _sidecar_ok(model: Path) -> Finding:
+    from companion.export import sha256_file
+
+    sidecar = model.with_name(model.name + ".json")
+    if not model.is_file():
+        return Finding("encoder-model", "fail", f"{model} missing; reinstall the model")
+    try:
+        expected = json.loads(sidecar.read_text("utf-8"))["sha256"]
+    except (OSError, ValueError, KeyError):
+        return Finding("encoder-model", "fail", f"{sidecar} missing or has no sha256")
+    if sha256_file(model) != expected:
+        return Finding("encoder-model", "fail", f"{model} does not match its sha256; reinstall")
+    return Finding("encoder-model", "ok", f"{model.name} sha256 verified")
+
+
+def check_models(home: Home, config: Config) -> list[Finding]:
+    out = []
+    if config.model:
+        path = Path(config.model).expanduser()
+        out.append(_sidecar_ok(path if path.is_absolute() else home.path / path))
+    else:
+        try:
+            encode = importlib.import_module("companion.encode")
+            folder = encode.default_model_dir()
+            newest = max(folder.glob(encode.MODEL_GLOB), key=encode._version_key)
+            out.append(_sidecar_ok(newest))
+        except CompanionError as exc:
+            out.append(Finding("encoder-model", "fail", str(exc)))
+        except (ImportError, AttributeError, ValueError) as exc:
+            out.append(Finding("encoder-model", "warn", f"encoder not available ({exc})"))
+    backend = config.voice.asr_backend or "vosk"
+    if backend != "vosk":
+        ok = importlib.util.find_spec(backend) is not None
+        out.append(Finding("asr-model", "ok" if ok else "fail", f"{backend} importable: {ok}"))
+        return out
+    folder = _vosk_dir(home, config)
+    if folder is None:
+        out.append(Finding("asr-model", "warn", "no vosk model installed; text mode only "
+                           "(companion models install-asr)"))  # fmt: skip
+    elif not folder.is_dir() or not any(folder.iterdir()):
+        out.append(Finding("asr-model", "fail", f"{folder} missing or empty; reinstall the model"))
+    else:
+        out.append(Finding("asr-model", "ok", f"vosk model at {folder}"))
+    return out
+
+
+def _vosk_dir(home: Home, config: Config) -> Path | None:
+    if config.voice.vosk_model_dir:
+        path = Path(config.voice.vosk_model_dir).expanduser()
+        return path if path.is_absolute() else home.path / path
+    try:
+        module = importlib.import_module("companion.asr_models")
+    except ImportError:
+        module = None
+    for name in ("installed_model_dir", "find_model", "default_model_dir"):
+        finder = getattr(module, name, None)
+        if callable(finder):
+            try:
+                found = finder(home.path)
+            except Exception:  # still being built: any failure means "not found"
+                continue
+            if found:
+                return Path(found)
+    candidates = sorted((home.path / "models").glob("vosk-model*"))
+    return candidates[-1] if candidates else None
+
+
+def check_clock(home: Home, probes: Probes) -> Finding:
+    now = (probes.now or (lambda: datetime.now(UTC)))()
+    if now.year < 2025:
+        return Finding("clock", "fail", f"system time {now:%Y-%m-%d} is in the past; set NTP")
+    latest = None
+    if home.db_path.exists():
+        try:
+            conn = sqlite3.connect(f"file:{home.db_path}?mode=ro", uri=True)
+            latest = conn.execute("SELECT MAX(ts) FROM events").fetchone()[0]
+            conn.close()
+        except sqlite3.DatabaseError:
+            pass  # the database check reports this
+    if latest and datetime.fromisoformat(latest) > now + timedelta(minutes=5):
+        return Finding("clock", "fail", f"clock is behind the last logged event ({latest})")
+    return Finding("clock", "ok", f"{now.isoformat(timespec='seconds')}")
+
+
+def check_disk(home: Home, probes: Probes) -> Finding:
+    free = (probes.free_bytes or _free_bytes)(home.path)
+    text = f"{free / 1024**2:.0f} MB free at {home.path}"
+    if free < FAIL_FREE_BYTES:
+        return Finding("disk", "fail", text + "; free space before the next session")
+    return Finding("disk", "warn" if free < WARN_FREE_BYTES else "ok", text)
+
+
+def check_database(home: Home) -> Finding:
+    if not home.db_path.exists():
+        return Finding("database", "warn", f"{home.db_path} does not exist yet")
+    try:
+        conn = sqlite3.connect(f"file:{home.db_path}?mode=ro", uri=True)
+        try:
+            rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
+            version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return Finding("database", "fail", f"{home.db_path}: {exc}; restore a backup")
+    if rows != ["ok"]:
+        return Finding("database", "fail", f"integrity check: {'; '.join(rows[:3])}")
+    return Finding("database", "ok", f"integrity ok, schema v{version}")
+
+
+def check_service(probes: Probes) -> Finding:
+    state = (probes.service_state or _systemctl)(SERVICE)
+    if state is None:
+        return Finding("service", "ok", "not checked (no systemctl)")
+    if state == "active":
+        return Finding("service", "ok", f"{SERVICE} active")
+    return Finding("service", "warn", f"{SERVICE} is {state}")
+
+
+def check_permissions(home: Home) -> Finding:
+    if not home.path.is_dir():
+        return Finding("permissions", "fail", f"{home.path} does not exist; run companion init")
+    bad = []
+    for path in [home.path, *home.path.rglob("*")]:
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode):
+            continue
+        if mode & 0o077:
+            bad.append(f"{path} {stat.S_IMODE(mode):o}")
+    if bad:
+        more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""
+        return Finding("permissions", "fail",
+                       f"open to others: {', '.join(bad[:3])}{more}; chmod go-rwx")  # fmt: skip
+    return Finding("permissions", "ok", "home 0700, files private")
+
+
+def _tree(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        out.add(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def listening_sockets(owner_uid: int | None = None) -> list[tuple[int, str]]:
+    """LISTEN TCP sockets of this process tree and (if not root) of owner_uid's processes."""
+    inodes: dict[str, str] = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if len(parts) > 9 and parts[3] == "0A":
+                addr, port = parts[1].rsplit(":", 1)
+                inodes[parts[9]] = f"{addr}:{int(port, 16)}"
+    pids = _tree(os.getpid())
+    if owner_uid:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    if entry.stat().st_uid == owner_uid:
+                        pids.add(int(entry.name))
+                except OSError:
+                    continue
+    found = []
+    for pid in pids:
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:[") and target[8:-1] in inodes:
+                found.append((pid, inodes[target[8:-1]]))
+    return found
+
+
+def check_network(home: Home, probes: Probes) -> Finding:
+    owner = home.path.stat().st_uid if home.path.exists() else None
+    found = (probes.listening or (lambda: listening_sockets(owner)))()
+    if found:
+        shown = ", ".join(f"pid {pid} on {addr}" for pid, addr in found[:3])
+        return Finding("network", "fail", f"listening sockets: {shown}; nothing may listen")
+    return Finding("network", "ok", "no listening sockets")
+
+
+def run_checks(home: Home, skip: set[str] | None = None,
+               probes: Probes | None = None) -> list[Finding]:  # fmt: skip
+    skip, probes = skip or set(), probes or Probes()
+    try:
+        config = load_config(home)
+    except CompanionError as exc:
+        return [Finding("config", "fail", str(exc))]
+    checks: dict[str, Callable[[], list[Finding]]] = {
+        "audio": lambda: check_audio(config, probes),
+        "models": lambda: check_models(home, config),
+        "clock": lambda: [check_clock(home, probes)],
+        "disk": lambda: [check_disk(home, probes)],
+        "database": lambda: [check_database(home)],
+        "service": lambda: [check_service(probes)],
+        "permissions": lambda: [check_permissions(home)],
+        "network": lambda: [check_network(home, probes)],
+    }
+    findings = [Finding("config", "ok", f"participant {config.participant_id}")]
+    for name, check in checks.items():
+        if name not in skip:
+            findings.extend(check())
+    return findings

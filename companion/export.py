@@ -1,0 +1,355 @@
+"""Export a home's study data for researchers: one file per table, codebook, manifest.
+
+The export reads the database read-only (WAL lets a running session keep
+writing). Transcripts and audio stay on the device unless asked for; with
+--deidentify participant ids become salted pseudonyms and free text is redacted.
+The manifest carries the device id and a sha256 of every file so `companion
+merge` and the collect playbook can verify what arrived.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import logging
+import os
+import secrets
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from companion import __version__, codebook
+from companion.config import Home, load_config
+from companion.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
+from companion.errors import CompanionError
+from companion.protocol import Protocol, load_protocol
+from companion.store import iso, open_db, schema_version, utc_now
+
+log = logging.getLogger(__name__)
+
+DEVICE_ID_NAME = "device_id"
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
+TABLES = (
+    "participants", "sessions", "turns", "stories", "story_exposures", "self_reports", "events",
+)  # fmt: skip
+FREE_TEXT = {("self_reports", "raw_answer"), ("self_reports", "value_text"), ("events", "detail")}
+Progress = Callable[[int], None]
+
+
+class ExportError(CompanionError):
+    """An export cannot be written or read (target not empty, manifest broken, ...)."""
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    format: str = "csv"  # csv or jsonl
+    participant: str | None = None
+    since: date | None = None
+    until: date | None = None
+    deidentify: bool = False
+    include_transcripts: bool = False
+    include_audio: bool = False
+    salt_file: Path | None = None  # None = HOME/export_salt
+    extra_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    out: Path
+    device_id: str
+    rows: dict[str, int]
+    files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
+    total_bytes: int = 0
+
+
+def device_id(home: Home) -> str:
+    """This device's id: generated once and kept in HOME/device_id (0600)."""
+    path = home.path / DEVICE_ID_NAME
+    if not path.exists():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            with os.fdopen(fd, "w") as out:
+                out.write(f"dev-{secrets.token_hex(6)}\n")
+    value = path.read_text("utf-8").strip()
+    if not value:
+        raise ExportError(f"{path}: empty device id; delete the file to generate a new one")
+    return value
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def count_rows(db: sqlite_utils.Database, options: ExportOptions) -> int:
+    """Rough row total for the progress bar."""
+    return sum(db[t].count for t in TABLES if t in db.table_names())
+
+
+def _session_filter(options: ExportOptions) -> tuple[str, list[Any]]:
+    where, args = ["1=1"], []
+    if options.participant:
+        where.append("participant_id = ?")
+        args.append(options.participant)
+    if options.since:
+        where.append("local_date >= ?")
+        args.append(options.since.isoformat())
+    if options.until:
+        where.append("local_date <= ?")
+        args.append(options.until.isoformat())
+    return " AND ".join(where), args
+
+
+def _queries(options: ExportOptions) -> dict[str, tuple[str, list[Any]]]:
+    where, args = _session_filter(options)
+    chosen = f"SELECT id FROM sessions WHERE {where}"
+    by_session = f"WHERE session_id IN ({chosen}) ORDER BY id"
+    events = f"WHERE session_id IN ({chosen})"
+    event_args = list(args)
+    if not options.participant:  # device-level events (start-up, errors) belong to no one
+        cond, extra = ["session_id IS NULL"], []
+        if options.since:
+            cond.append("substr(ts, 1, 10) >= ?")
+            extra.append(options.since.isoformat())
+        if options.until:
+            cond.append("substr(ts, 1, 10) <= ?")
+            extra.append(options.until.isoformat())
+        events += " OR (" + " AND ".join(cond) + ")"
+        event_args += extra
+    if options.participant:
+        people = ("SELECT * FROM participants WHERE id = ? ORDER BY id", [options.participant])
+    else:
+        people = ("SELECT * FROM participants ORDER BY id", [])
+    return {
+        "participants": people,
+        "sessions": (f"SELECT * FROM sessions WHERE {where} ORDER BY id", args),
+        "turns": (f"SELECT * FROM turns {by_session}", args),
+        "stories": ("SELECT * FROM stories ORDER BY id", []),
+        "story_exposures": (f"SELECT * FROM story_exposures {by_session}", args),
+        "self_reports": (f"SELECT * FROM self_reports {by_session}", args),
+        "events": (f"SELECT * FROM events {events} ORDER BY id", event_args),
+    }
+
+
+class _Transformer:
+    """Per-row changes for de-identification, transcripts and audio."""
+
+    def __init__(self, home: Home, out: Path, options: ExportOptions, names: list[str | None]):
+        self.home, self.out, self.options = home, out, options
+        self.salt = b""
+        if options.deidentify:
+            self.salt = load_or_create_salt(options.salt_file or home.path / SALT_NAME)
+        self.redactor = redactor_for([*names, *options.extra_names])
+        self.ids: dict[str, str] = {}
+        self.audio_missing = 0
+
+    def columns(self, table: str, columns: list[str]) -> list[str]:
+        drop = set()
+        if table == "turns" and not self.options.include_transcripts:
+            drop.add("text")
+        if table == "turns" and not self.options.include_audio:
+            drop.add("audio_path")
+        if table == "participants" and self.options.deidentify:
+            drop.add("name")
+        return [c for c in columns if c not in drop]
+
+    def pid(self, value: str | None) -> str | None:
+        if value is None or not self.options.deidentify:
+            return value
+        if value not in self.ids:
+            self.ids[value] = pseudonym(value, self.salt)
+        return self.ids[value]
+
+    def text(self, value: str | None) -> str | None:
+        if not self.options.deidentify or value is None:
+            return value
+        for real, alias in self.ids.items():
+            value = value.replace(real, alias)
+        return self.redactor.redact(value)
+
+    def row(self, table: str, row: dict[str, Any]) -> dict[str, Any]:
+        if table == "participants":
+            row["id"] = self.pid(row["id"])
+        elif table == "sessions":
+            row["participant_id"] = self.pid(row["participant_id"])
+        elif table == "turns" and "text" in row:
+            row["text"] = self.text(row["text"])
+        for t, col in FREE_TEXT:
+            if t == table and col in row:
+                row[col] = self.text(row[col])
+        if table == "turns" and "audio_path" in row and row["audio_path"]:
+            row["audio_path"] = self.copy_audio(row)
+        return row
+
+    def copy_audio(self, row: dict[str, Any]) -> str | None:
+        source = Path(row["audio_path"])
+        if not source.is_absolute():
+            source = self.home.path / source
+        if not source.is_file():
+            self.audio_missing += 1
+            return None
+        target = self.out / "audio" / f"s{row['session_id']}_t{row['seq']}{source.suffix}"
+        target.parent.mkdir(exist_ok=True, mode=0o700)
+        shutil.copyfile(source, target)
+        os.chmod(target, 0o600)
+        return str(target.relative_to(self.out))
+
+
+def _rows(db: sqlite_utils.Database, sql: str, args: list[Any]) -> Iterator[dict[str, Any]]:
+    cursor = db.execute(sql, args)
+    names = [d[0] for d in cursor.description]
+    for values in cursor:
+        yield dict(zip(names, values, strict=True))
+
+
+def _private_file(path: Path):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    return os.fdopen(fd, "w", encoding="utf-8", newline="")
+
+
+def _write_table(path: Path, fmt: str, columns: list[str], rows: Iterator[dict[str, Any]]) -> int:
+    n = 0
+    with _private_file(path) as f:
+        if fmt == "csv":
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(columns)
+            for row in rows:
+                writer.writerow(["" if row[c] is None else row[c] for c in columns])
+                n += 1
+        else:
+            for row in rows:
+                f.write(json.dumps({c: row[c] for c in columns}, ensure_ascii=False) + "\n")
+                n += 1
+    return n
+
+
+def _protocols(home: Home, protocol: Protocol | None, db: sqlite_utils.Database):
+    used = db.execute("SELECT DISTINCT protocol_id, protocol_version FROM sessions").fetchall()
+    protocols = [protocol] if protocol else []
+    notes = []
+    for pid, version in used:
+        if not any(p.id == pid and p.version == version for p in protocols):
+            notes.append(
+                f"Sessions used protocol {pid} v{version}, whose file is not on this device; "
+                "see the study's protocol archive for its wording."
+            )
+    return protocols, notes
+
+
+def export_home(
+    home: Home, out: Path, options: ExportOptions, progress: Progress | None = None
+) -> ExportResult:
+    if options.format not in ("csv", "jsonl"):
+        raise ExportError(f"--format: {options.format!r} is not csv or jsonl")
+    if out.exists() and any(out.iterdir()):
+        raise ExportError(f"{out}: output directory is not empty; choose a new one")
+    config = load_config(home)
+    db = open_db(home.db_path, readonly=True)
+    try:
+        protocol = load_protocol(config.protocol_path(home.path))
+    except CompanionError as exc:
+        log.warning("protocol not loadable for the codebook: %s", exc)
+        protocol = None
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    dev = device_id(home)
+    names = [r[0] for r in db.execute("SELECT name FROM participants").fetchall()]
+    transform = _Transformer(home, out, options, [*names, config.participant_name])
+    if options.deidentify:
+        for (pid,) in db.execute("SELECT id FROM participants").fetchall():
+            transform.pid(pid)  # learn every id first so free text can be rewritten
+    rows: dict[str, int] = {}
+    exported: dict[str, list[str]] = {}
+    for table, (sql, args) in _queries(options).items():
+        all_columns = [c.name for c in db[table].columns]
+        columns = transform.columns(table, all_columns)
+        exported[table] = columns
+
+        def produce(table=table, sql=sql, args=args) -> Iterator[dict[str, Any]]:
+            for i, row in enumerate(_rows(db, sql, args), start=1):
+                if progress and i % 500 == 0:
+                    progress(500)
+                yield transform.row(table, row)
+
+        name = f"{table}.{options.format}"
+        rows[table] = _write_table(out / name, options.format, columns, produce())
+        if progress:
+            progress(rows[table] % 500)
+    protocols, notes = _protocols(home, protocol, db)
+    if options.deidentify:
+        notes.append(
+            "De-identified: participant ids are salted pseudonyms; names, e-mail addresses, "
+            "phone numbers, street addresses and exact dates in free text are redacted."
+        )
+    if transform.audio_missing:
+        notes.append(f"{transform.audio_missing} audio files named in turns were not found.")
+    book = codebook.build_codebook(exported, protocols, notes)
+    with _private_file(out / "codebook.json") as f:
+        f.write(codebook.to_json(book))
+    with _private_file(out / "codebook.md") as f:
+        f.write(codebook.render_markdown(book))
+    files = {
+        str(p.relative_to(out)): sha256_file(p)
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "device_id": dev,
+        "exported_at": iso(utc_now()),
+        "companion_version": __version__,
+        "schema_version": schema_version(db),
+        "file_format": options.format,
+        "options": {
+            "participant": options.participant,
+            "since": options.since.isoformat() if options.since else None,
+            "until": options.until.isoformat() if options.until else None,
+            "deidentified": options.deidentify,
+            "transcripts": options.include_transcripts,
+            "audio": options.include_audio,
+        },
+        "tables": {
+            t: {"file": f"{t}.{options.format}", "rows": rows[t], "columns": exported[t]}
+            for t in rows
+        },
+        "files": {name: {"sha256": digest} for name, digest in files.items()},
+    }
+    with _private_file(out / MANIFEST) as f:
+        f.write(json.dumps(manifest, indent=2) + "\n")
+    total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    db.close()
+    log.info("exported %s rows from %s to %s", sum(rows.values()), home.db_path, out)
+    return ExportResult(out, dev, rows, files, total)
+
+
+def read_manifest(export_dir: Path, verify: bool = True) -> dict[str, Any]:
+    """Load an export's manifest and (by default) check every file's sha256."""
+    path = export_dir / MANIFEST
+    try:
+        manifest = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise ExportError(f"{path}: no manifest; is this a companion export?") from None
+    except (OSError, ValueError) as exc:
+        raise ExportError(f"{path}: unreadable manifest ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise ExportError(f"{path}: unknown manifest format; update companion")
+    if verify:
+        for name, meta in manifest["files"].items():
+            file = export_dir / name
+            if not file.is_file():
+                raise ExportError(f"{file}: listed in the manifest but missing; copy it again")
+            if sha256_file(file) != meta["sha256"]:
+                raise ExportError(f"{file}: sha256 does not match the manifest; copy it again")
+    return manifest

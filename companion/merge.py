@@ -1,0 +1,235 @@
+"""Merge many devices' exports into one study database.
+
+Each row keeps its provenance: `device_id` and its id on that device
+(`source_id`); session references are renumbered to the study database's ids.
+Merging is idempotent (a row already present and identical is skipped) and all
+or nothing: a row that differs from the one already merged under the same
+device and id refuses the whole export, with nothing written.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from companion.codebook import COLUMNS
+from companion.errors import CompanionError
+from companion.export import read_manifest
+from companion.store import iso, transaction, utc_now
+
+log = logging.getLogger(__name__)
+
+# Tables whose rows belong to one device (renumbered, with provenance), in dependency order.
+DEVICE_TABLES = ("sessions", "turns", "story_exposures", "self_reports", "events")
+SHARED_TABLES = ("participants", "stories")  # keyed by their own text id across devices
+
+
+class MergeError(CompanionError):
+    """An export cannot be merged (conflicting rows, mixed de-identification, bad files)."""
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    device_id: str
+    added: dict[str, int]
+    skipped: dict[str, int]
+
+
+def _create_schema(db: sqlite_utils.Database) -> None:
+    db.execute("CREATE TABLE IF NOT EXISTS study_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS merges (export_key TEXT PRIMARY KEY, device_id TEXT NOT NULL, "
+        "exported_at TEXT, merged_at TEXT NOT NULL, source TEXT NOT NULL, rows TEXT NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS participant_devices (participant_id TEXT NOT NULL, "
+        "device_id TEXT NOT NULL, PRIMARY KEY (participant_id, device_id))"
+    )
+    for table in SHARED_TABLES:
+        cols = ", ".join(
+            f"{name} {col.type}" + (" PRIMARY KEY" if name == "id" else "")
+            for name, col in COLUMNS[table].items()
+        )
+        db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({cols})")
+    for table in DEVICE_TABLES:
+        cols = ", ".join(
+            f"{name} {col.type}" for name, col in COLUMNS[table].items() if name != "id"
+        )
+        db.execute(
+            f"CREATE TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY, device_id TEXT NOT NULL, "
+            f"source_id INTEGER NOT NULL, {cols}, UNIQUE (device_id, source_id))"
+        )
+    db.execute("CREATE INDEX IF NOT EXISTS sessions_pid ON sessions(participant_id, local_date)")
+    for table in ("turns", "story_exposures", "self_reports", "events"):
+        db.execute(f"CREATE INDEX IF NOT EXISTS {table}_sid ON {table}(session_id)")
+
+
+def open_study(path: Path) -> sqlite_utils.Database:
+    conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
+    db = sqlite_utils.Database(conn)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        _create_schema(db)
+    except sqlite3.DatabaseError as exc:
+        raise MergeError(f"{path}: not a usable study database ({exc})") from exc
+    return db
+
+
+def _convert(table: str, column: str, value: Any) -> Any:
+    if value is None or value == "":
+        return None
+    kind = COLUMNS[table][column].type
+    if isinstance(value, str) and kind == "INTEGER":
+        return int(value)
+    if isinstance(value, str) and kind == "REAL":
+        return float(value)
+    return value
+
+
+def read_table(export_dir: Path, manifest: dict[str, Any], table: str) -> Iterator[dict]:
+    meta = manifest["tables"].get(table)
+    if meta is None:
+        return
+    path = export_dir / meta["file"]
+    for column in meta["columns"]:
+        if column not in COLUMNS[table]:
+            raise MergeError(f"{path}: unknown column {column!r}; update companion")
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            if manifest["file_format"] == "csv":
+                reader: Iterator[dict] = csv.DictReader(f)
+            else:
+                reader = (json.loads(line) for line in f if line.strip())
+            for n, raw in enumerate(reader, start=2):
+                try:
+                    yield {c: _convert(table, c, raw[c]) for c in meta["columns"]}
+                except (KeyError, ValueError) as exc:
+                    raise MergeError(f"{path}: row {n}: bad value ({exc})") from exc
+    except OSError as exc:
+        raise MergeError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
+def _check_mode(db: sqlite_utils.Database, manifest: dict[str, Any], source: Path) -> None:
+    mode = "deidentified" if manifest["options"]["deidentified"] else "identified"
+    row = db.execute("SELECT value FROM study_meta WHERE key = 'ids'").fetchone()
+    if row is None:
+        db.execute("INSERT INTO study_meta VALUES ('ids', ?)", [mode])
+    elif row[0] != mode:
+        raise MergeError(
+            f"{source}: export is {mode} but the study database holds {row[0]} data; "
+            "export every device the same way"
+        )
+
+
+def _conflict(source: Path, table: str, key: Any, device: str, column: str) -> MergeError:
+    return MergeError(
+        f"{source}: {table} row {key} from device {device} conflicts with the merged copy "
+        f"(column {column} differs); was this device's data changed or its id reused?"
+    )
+
+
+def _merge_shared(db, source: Path, table: str, rows: Iterator[dict], device: str) -> int:
+    added = 0
+    for row in rows:
+        cols = list(row)
+        found = db.execute(
+            f"SELECT {', '.join(cols)} FROM {table} WHERE id = ?", [row["id"]]
+        ).fetchone()
+        if found is None:
+            db.execute(
+                f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                list(row.values()),
+            )
+            added += 1
+        else:
+            # Stories are the same bank on every device; a participant's first-seen time
+            # differs per device, so only identity-defining columns must agree.
+            keys = ["content_hash"] if table == "stories" else ["name", "timezone"]
+            for col in keys:
+                if col in row and found[cols.index(col)] != row[col]:
+                    raise _conflict(source, table, row["id"], device, col)
+        if table == "participants":
+            db.execute(
+                "INSERT OR IGNORE INTO participant_devices VALUES (?, ?)", [row["id"], device]
+            )
+    return added
+
+
+def _merge_device(db, source: Path, table: str, rows: Iterator[dict], device: str,
+                  sessions: dict[int, int]) -> tuple[int, int]:  # fmt: skip
+    added = skipped = 0
+    for row in rows:
+        source_id = row.pop("id")
+        if "session_id" in row and row["session_id"] is not None:
+            if row["session_id"] not in sessions:
+                raise MergeError(f"{source}: {table} row {source_id} names a session not exported")
+            row["session_id"] = sessions[row["session_id"]]
+        cols = list(row)
+        found = db.execute(
+            f"SELECT id, {', '.join(cols)} FROM {table} WHERE device_id = ? AND source_id = ?",
+            [device, source_id],
+        ).fetchone()
+        if found is None:
+            cursor = db.execute(
+                f"INSERT INTO {table} (device_id, source_id, {', '.join(cols)}) "
+                f"VALUES (?, ?, {', '.join('?' * len(cols))})",
+                [device, source_id, *row.values()],
+            )
+            new_id = int(cursor.lastrowid or 0)
+            added += 1
+        else:
+            for i, col in enumerate(cols, start=1):
+                if found[i] != row[col]:
+                    raise _conflict(source, table, source_id, device, col)
+            new_id = found[0]
+            skipped += 1
+        if table == "sessions":
+            sessions[source_id] = new_id
+    return added, skipped
+
+
+def merge_export(db: sqlite_utils.Database, export_dir: Path) -> MergeResult:
+    """Merge one verified export into the study database, all or nothing."""
+    manifest = read_manifest(export_dir)
+    device = manifest.get("device_id")
+    if not device:
+        raise MergeError(f"{export_dir}: manifest has no device_id; re-export with this companion")
+    key = "|".join(f"{n}:{m['sha256']}" for n, m in sorted(manifest["files"].items()))
+    added: dict[str, int] = {}
+    skipped: dict[str, int] = {}
+    with transaction(db):
+        _check_mode(db, manifest, export_dir)
+        for table in SHARED_TABLES:
+            added[table] = _merge_shared(
+                db, export_dir, table, read_table(export_dir, manifest, table), device
+            )
+            skipped[table] = manifest["tables"].get(table, {}).get("rows", 0) - added[table]
+        sessions: dict[int, int] = {}
+        for table in DEVICE_TABLES:
+            rows = read_table(export_dir, manifest, table)
+            added[table], skipped[table] = _merge_device(
+                db, export_dir, table, rows, device, sessions
+            )
+        db.execute(
+            "INSERT OR IGNORE INTO merges VALUES (?, ?, ?, ?, ?, ?)",
+            [key, device, manifest.get("exported_at"), iso(utc_now()), str(export_dir),
+             json.dumps(added)],
+        )  # fmt: skip
+    log.info("merged %s from device %s: %s", export_dir, device, added)
+    return MergeResult(device, added, skipped)
+
+
+def merge_exports(out: Path, export_dirs: list[Path]) -> list[MergeResult]:
+    db = open_study(out)
+    try:
+        return [merge_export(db, Path(d)) for d in export_dirs]
+    finally:
+        db.close()

@@ -1,0 +1,110 @@
+"""Study homes filled by REAL sessions: the session engine driven through a TextChannel.
+
+Shared by the export, merge, report and Ansible tests and by tests/bench/bench_export.py.
+A ticking clock lets one test run a month of daily sessions in a second or two.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from companion import app
+from companion.config import Config, Home, write_config
+from companion.protocol import default_protocol_text
+from companion.session import run_session
+from companion.textio import TextChannel
+
+PLANTED = {
+    "names": ["Margaret Oyelaran", "Tobias"],
+    "email": "maggie.oy@example.org",
+    "phone": "+44 7700 900123",
+    "address": "42 Wellington Road",
+    "date": "March 3rd, 2024",
+}
+
+
+def story_lines(rng: random.Random, planted: bool) -> list[str]:
+    if planted:
+        return [
+            f"My neighbour Tobias came round on {PLANTED['date']} to fix the fence at "
+            f"{PLANTED['address']}. He left his number, {PLANTED['phone']}, and his email "
+            f"{PLANTED['email']} in case it breaks again.",
+            "Margaret Oyelaran from next door brought us cake afterwards and we laughed a lot.",
+            "that's all",
+        ]
+    first = rng.choice(
+        [
+            "I went for a long walk by the river and met an old friend from school.",
+            "Work was stressful today because a project deadline moved forward.",
+            "My grandson called to tell me he passed his driving test.",
+            "I burned the dinner and had to order food, which was funny in the end.",
+        ]
+    )
+    return [first, rng.choice(["It felt good.", "I was nervous at first.", "that's all"]), "no"]
+
+
+def session_lines(rng: random.Random, planted: bool = False, happy: float = 0.0) -> list[str]:
+    """Answers for one whole session: check-in, story, seven empathy items, felt understood."""
+
+    def likert() -> str:
+        return str(max(1, min(5, round(rng.gauss(3.2 + happy, 1.0)))))
+
+    return [likert(), likert(), *story_lines(rng, planted), *(likert() for _ in range(8))]
+
+
+def make_home(path: Path, participant: str, name: str, timezone: str = "Europe/London",
+              condition: str = "counterbalanced") -> app.Opened:  # fmt: skip
+    home = Home(path).ensure()
+    protocol = home.path / "protocol.toml"
+    protocol.write_text(
+        default_protocol_text().replace('condition = "matched"', f'condition = "{condition}"')
+    )
+    write_config(
+        home,
+        Config(participant_id=participant, participant_name=name, timezone=timezone,
+               protocol="protocol.toml"),
+    )  # fmt: skip
+    return app.open_home(home.path)
+
+
+def ticking(start: datetime, step: timedelta = timedelta(seconds=6)) -> Callable[[], datetime]:
+    now = [start]
+
+    def clock() -> datetime:
+        now[0] += step
+        return now[0]
+
+    return clock
+
+
+def run_scripted(opened: app.Opened, lines: list[str], at: datetime) -> str:
+    """One real session through the text channel; returns its status."""
+    clock = ticking(at)
+    channel = TextChannel(io.StringIO("".join(f"{x}\n" for x in lines)), io.StringIO(), clock=clock)
+    chooser, understand = app.story_chooser(opened)
+    result = run_session(opened.db, opened.protocol, channel, app.participant_of(opened), chooser,
+                         understand=understand, clock=clock)  # fmt: skip
+    return result.status
+
+
+def fill_study(opened: app.Opened, days: int, seed: int, start: datetime | None = None,
+               planted_day: int | None = None, skip: float = 0.1,
+               interrupt: float = 0.1) -> dict[str, int]:  # fmt: skip
+    """`days` daily sessions: some skipped (missed), some cut short (interrupted)."""
+    rng = random.Random(seed)
+    start = start or datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
+    counts = {"completed": 0, "interrupted": 0, "skipped": 0}
+    for day in range(days):
+        if day and rng.random() < skip and day != planted_day:
+            counts["skipped"] += 1
+            continue
+        lines = session_lines(rng, planted=day == planted_day, happy=0.05 * day / max(days, 1))
+        if rng.random() < interrupt and day != planted_day:
+            lines = lines[: rng.randint(1, len(lines) - 2)]
+        at = start + timedelta(days=day, minutes=rng.randint(0, 90))
+        counts[run_scripted(opened, lines, at)] += 1
+    return counts
