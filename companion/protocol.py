@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from companion.errors import ConfigError
+from companion.schedule import ScheduleConfig, parse_schedule
 
 Condition = Literal["matched", "random", "counterbalanced"]
 CONDITIONS = ("matched", "random", "counterbalanced")
@@ -63,6 +64,7 @@ class Protocol:
     topics: tuple[str, ...]
     instruments: tuple[Instrument, ...]
     source: str
+    schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
 
     def instruments_for(self, phase: str, session_kind: str) -> list[Instrument]:
         return [i for i in self.instruments if i.phase == phase and session_kind in i.sessions]
@@ -135,7 +137,7 @@ def parse_protocol(text: str, source: str) -> Protocol:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML ({exc}); fix the syntax") from exc
     root = _Fields(data, source, "")
-    root.unknown({"protocol", "matching", "prompts", "instruments"})
+    root.unknown({"protocol", "matching", "prompts", "instruments", "schedule"})
     head = root.sub("protocol", "protocol.")
     head.unknown(
         {"id", "version", "title", "condition", "max_reprompts", "follow_up_turns",
@@ -189,6 +191,7 @@ def parse_protocol(text: str, source: str) -> Protocol:
         topics=topics,
         instruments=instruments,
         source=source,
+        schedule=parse_schedule(data.get("schedule"), source),
     )
 
 

@@ -1,0 +1,452 @@
+"""`companion run`: the always-on service that invites the participant every study day.
+
+Nothing is restored from a job store: on every start the plan is recomputed from the
+protocol's [schedule] and the database (sessions held, `missed` rows, `invitation`
+events), so a reboot or crash can neither lose a session nor hold one twice.
+All plan jobs run one at a time on a single worker; the heartbeat job, the only
+thing that pings systemd's watchdog, runs on its own worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import time as _time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import sqlite_utils
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.base import BaseScheduler
+from apscheduler.schedulers.blocking import BlockingScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.date import DateTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from companion import backup, schedule
+from companion.app import Opened, participant_of, session_lock, story_chooser
+from companion.dialogue import Channel, EndOfInput, Expectation
+from companion.errors import SessionBusyError
+from companion.schedule import Attempt, Slot
+from companion.session import run_session
+from companion.store import DatabaseError, integrity_ok, iso, log_event, transaction, utc_now
+
+log = logging.getLogger(__name__)
+Clock = Callable[[], datetime]
+# Jobs check their own window, so a late job must still run (APScheduler's default grace is 1 s).
+JOB_DEFAULTS = {"misfire_grace_time": None, "coalesce": True, "max_instances": 1}
+CLOCK_TOLERANCE = timedelta(minutes=2)
+
+
+def sd_notify(message: str) -> bool:
+    """Send one sd_notify(3) datagram to systemd; a no-op outside a Type=notify unit."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return False
+    if address.startswith("@"):
+        address = "\0" + address[1:]  # abstract namespace socket
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.connect(address)
+        sock.sendall(message.encode())
+    return True
+
+
+def heartbeat_interval(default: float = 60.0) -> float:
+    """Half of systemd's WatchdogSec (passed as WATCHDOG_USEC), else `default`."""
+    usec = os.environ.get("WATCHDOG_USEC", "")
+    return int(usec) / 2e6 if usec.isdigit() and int(usec) > 0 else default
+
+
+def disk_free(path: Path) -> int:
+    return shutil.disk_usage(path).free
+
+
+def make_scheduler(cls: type[BaseScheduler] = BlockingScheduler, executors: Any = None) -> Any:
+    executors = executors or {"default": ThreadPoolExecutor(1), "plan": ThreadPoolExecutor(1)}
+    return cls(executors=executors, job_defaults=JOB_DEFAULTS, timezone=UTC)
+
+
+# -- what the database says about a slot -----------------------------------------------------
+
+
+def attempt_history(db: sqlite_utils.Database, slot: Slot) -> list[Attempt]:
+    rows = db.execute(
+        "SELECT ts, detail FROM events WHERE kind = 'invitation' AND detail LIKE ? ORDER BY id",
+        [f"{slot.key} %"],
+    ).fetchall()
+    out = []
+    for ts, detail in rows:
+        fields = dict(part.split("=", 1) for part in detail.split()[1:] if "=" in part)
+        out.append(Attempt(datetime.fromisoformat(ts), fields.get("outcome", "no_answer")))
+    return out
+
+
+def slot_state(db: sqlite_utils.Database, participant_id: str, slot: Slot, per_day: int) -> str:
+    """held / missed / covered (daily quota reached by other sessions) / open."""
+    start, end = iso(slot.start), iso(slot.end)
+    row = db.execute(
+        "SELECT SUM(status != 'missed' AND started_at >= ? AND started_at < ?), "
+        "SUM(status = 'missed' AND started_at = ?), SUM(status != 'missed') "
+        "FROM sessions WHERE participant_id = ? AND local_date = ?",
+        [start, end, start, participant_id, slot.local_date.isoformat()],
+    ).fetchone()
+    held, missed, that_day = (int(v or 0) for v in row)
+    if held:
+        return "held"
+    if missed:
+        return "missed"
+    return "covered" if that_day >= per_day else "open"
+
+
+def recover_interrupted(db: sqlite_utils.Database, clock: Clock = utc_now) -> list[int]:
+    """Close sessions left `running` by a crash or power cut as `interrupted`.
+
+    Call only while holding the session lock, so a live session is never touched.
+    """
+    ids = [r[0] for r in db.execute("SELECT id FROM sessions WHERE status = 'running'")]
+    for session_id in ids:
+        with transaction(db):
+            # ended_at = the last thing recorded: the real end, not the restart time.
+            db.execute(
+                "UPDATE sessions SET status = 'interrupted', reason = ?, ended_at = COALESCE("
+                "(SELECT MAX(ended_at) FROM turns WHERE session_id = ?), started_at) "
+                "WHERE id = ? AND status = 'running'",
+                ["companion stopped during the session (crash or power loss)", session_id,
+                 session_id],
+            )  # fmt: skip
+        log_event(db, "session_recovered", "interrupted", level="warning",
+                  session_id=session_id, at=clock())  # fmt: skip
+    return ids
+
+
+def clock_problem(db: sqlite_utils.Database, now: datetime) -> str | None:
+    """Why the clock cannot be trusted (earlier than the build or the last event), or None."""
+    if now.date() < schedule.BUILD_DATE:
+        return f"clock {iso(now)} is before the build date {schedule.BUILD_DATE}"
+    last = db.execute("SELECT MAX(ts) FROM events").fetchone()[0]
+    if last and now < datetime.fromisoformat(last) - CLOCK_TOLERANCE:
+        return f"clock {iso(now)} is earlier than the last database event {last}"
+    return None
+
+
+class Service:
+    """The plan's jobs. `start()` installs them; the scheduler decides when they run."""
+
+    def __init__(
+        self,
+        opened: Opened,
+        channel_factory: Callable[[], Channel],
+        *,
+        scheduler: Any = None,
+        clock: Clock = utc_now,
+        free_bytes: Callable[[Path], int] = disk_free,
+        sleep: Callable[[float], None] = _time.sleep,
+        notify: Callable[[str], Any] = sd_notify,
+        heartbeat_seconds: float | None = None,
+    ) -> None:
+        self.opened, self.db, self.channel_factory = opened, opened.db, channel_factory
+        self.cfg = opened.protocol.schedule
+        self.participant = participant_of(opened)
+        self.tz = ZoneInfo(self.participant.timezone)
+        self.scheduler = scheduler if scheduler is not None else make_scheduler()
+        self.clock, self.free_bytes, self.sleep, self.notify = clock, free_bytes, sleep, notify
+        self.heartbeat_seconds = heartbeat_seconds or heartbeat_interval()
+        self.slots: dict[str, Slot] = {}
+
+    # -- start-up checks -----------------------------------------------------------------
+    def prepare(self) -> None:
+        """Integrity, clock sanity, crash recovery. Raises DatabaseError if the db is damaged."""
+        ok, detail = integrity_ok(self.db)
+        if not ok:
+            log_event(self.db, "integrity_failed", detail, level="error")
+            raise DatabaseError(
+                f"{self.opened.home.db_path}: integrity check failed ({detail}); "
+                "not scheduling; restore a backup"
+            )
+        warned = False
+        while (problem := clock_problem(self.db, self.clock())) is not None:
+            if not warned:
+                log_event(self.db, "clock_suspect", problem + "; waiting", level="warning")
+                self.notify(f"STATUS=waiting for a plausible clock: {problem}")
+                warned = True
+            self.sleep(60)  # a blocking wait; NTP will fix the clock
+        try:
+            with session_lock(self.opened.home):
+                recover_interrupted(self.db, self.clock)
+        except SessionBusyError:
+            log.info("a session is running in another process; not recovering now")
+        row = self.db.execute(
+            "SELECT created_at FROM participants WHERE id = ?", [self.participant.id]
+        ).fetchone()
+        enrolled = datetime.fromisoformat(row[0])
+        self.slots = {
+            s.key: s
+            for s in schedule.study_slots(self.cfg, enrolled, self.tz, self.participant.seed)
+        }
+        log_event(self.db, "service_started", f"{len(self.slots)} study slots", at=self.clock())
+
+    def start(self) -> None:
+        """Checks, then jobs; `scheduler.start()` afterwards (a BlockingScheduler blocks)."""
+        self.prepare()
+        add = self.scheduler.add_job
+        add(self.replan, CronTrigger(hour=0, minute=0, second=30, timezone=self.tz),
+            id="replan", executor="plan")  # fmt: skip
+        add(self.heartbeat, IntervalTrigger(seconds=self.heartbeat_seconds), id="heartbeat",
+            misfire_grace_time=int(self.heartbeat_seconds) + 1)  # fmt: skip
+        t = self.cfg.backup_time
+        add(self.backup, CronTrigger(hour=t.hour, minute=t.minute, timezone=self.tz),
+            id="backup", executor="plan")  # fmt: skip
+        add(self.replan, DateTrigger(self.clock()), id="replan-now", executor="plan")
+
+    def heartbeat(self) -> None:
+        self.notify("WATCHDOG=1")
+
+    # -- the plan ------------------------------------------------------------------------
+    def state(self, slot: Slot) -> str:
+        return slot_state(self.db, self.participant.id, slot, self.cfg.max_per_day)
+
+    def replan(self) -> None:
+        """Close past slots as missed, and schedule the coming ones (today and tomorrow)."""
+        now = self.clock()
+        horizon = now + timedelta(days=2)
+        for slot in self.slots.values():
+            if slot.end <= now:
+                if self.state(slot) == "open":
+                    self.mark_missed(slot, schedule.missed_reason(attempt_history(self.db, slot)))
+            elif slot.start < horizon:
+                self.scheduler.add_job(self.window_end, DateTrigger(slot.end), args=[slot.key],
+                                       id=f"end:{slot.key}", executor="plan",
+                                       replace_existing=True)  # fmt: skip
+                self.plan_invitation(slot, now)
+
+    def plan_invitation(self, slot: Slot, now: datetime) -> None:
+        history = attempt_history(self.db, slot)
+        due = schedule.next_attempt(self.cfg, slot, history, now, self.tz)
+        if due is None or self.state(slot) != "open":
+            return
+        self.scheduler.add_job(self.invite, DateTrigger(due), args=[slot.key],
+                               id=f"invite:{slot.key}:{len(history)}", executor="plan",
+                               replace_existing=True)  # fmt: skip
+
+    def window_end(self, key: str) -> None:
+        slot = self.slots[key]
+        if self.clock() < slot.end:  # the clock went back: wait for the real end
+            self.scheduler.add_job(self.window_end, DateTrigger(slot.end), args=[key],
+                                   id=f"end:{key}", executor="plan",
+                                   replace_existing=True)  # fmt: skip
+            return
+        if self.state(slot) == "open":
+            self.mark_missed(slot, schedule.missed_reason(attempt_history(self.db, slot)))
+
+    def invite(self, key: str) -> None:
+        slot, now = self.slots[key], self.clock()
+        if self.state(slot) != "open":
+            return
+        history = attempt_history(self.db, slot)
+        due = schedule.next_attempt(self.cfg, slot, history, now, self.tz)
+        if due is None:
+            return
+        if due > now + timedelta(seconds=1):  # quiet hours, or the clock went back
+            self.plan_invitation(slot, now)
+            return
+        outcome, session_id = self.invite_and_run()
+        log_event(self.db, "invitation", f"{key} attempt={len(history) + 1} outcome={outcome}",
+                  session_id=session_id, at=now)  # fmt: skip
+        if outcome in ("declined", "disk_full") and self.state(slot) == "open":
+            self.mark_missed(slot, outcome)
+        else:
+            self.plan_invitation(slot, self.clock())
+
+    def invite_and_run(self) -> tuple[str, int | None]:
+        """The invitation exchange, and the session if the participant says yes."""
+        if not self.disk_ok():
+            return "disk_full", None
+        try:
+            with session_lock(self.opened.home):
+                channel = self.channel_factory()
+                try:
+                    channel.say(self.cfg.invitation.format(name=self.participant.name))
+                    expect = Expectation("answer", schedule.INVITE_VOCABULARY,
+                                         max_seconds=self.cfg.answer_seconds)  # fmt: skip
+                    outcome = schedule.classify_reply(channel.listen(expect).text)
+                    if outcome == "snoozed":
+                        channel.say(
+                            f"Alright, I'll ask again in {self.cfg.snooze_minutes} minutes."
+                        )
+                    elif outcome == "declined":
+                        channel.say("That's fine. Let's talk another time.")
+                    elif outcome == "accepted":
+                        return outcome, self.run_session(channel)
+                finally:
+                    channel.close()
+                return outcome, None
+        except EndOfInput:
+            return "no_answer", None
+        except SessionBusyError:
+            return "busy", None
+        except Exception as exc:  # a broken microphone must not stop tomorrow's session
+            log.exception("invitation failed")
+            log_event(self.db, "invitation_error", f"{type(exc).__name__}: {exc}", level="error")
+            return "error", None
+
+    def run_session(self, channel: Channel) -> int:
+        chooser, understand = story_chooser(self.opened)
+        result = run_session(self.db, self.opened.protocol, channel, self.participant, chooser,
+                             understand=understand, clock=self.clock)  # fmt: skip
+        return result.session_id
+
+    def manual_session(self) -> None:
+        """A session the participant asked for outside the schedule (a line in the terminal)."""
+        if not self.disk_ok():
+            return
+        try:
+            with session_lock(self.opened.home):
+                self.run_session(self.channel_factory())
+        except SessionBusyError:
+            log.warning("a session is already running")
+
+    def disk_ok(self) -> bool:
+        free = self.free_bytes(self.opened.home.path)
+        if free >= self.cfg.min_free_mb * 1024 * 1024:
+            return True
+        need = self.cfg.min_free_mb
+        detail = f"{free // (1024 * 1024)} MB free, need {need} MB; no session"
+        log_event(self.db, "disk_low", detail, level="warning", at=self.clock())
+        return False
+
+    def mark_missed(self, slot: Slot, reason: str) -> None:
+        p, protocol = self.participant, self.opened.protocol
+        with transaction(self.db):
+            # Re-checked inside the write lock: another process may have just started one.
+            if self.state(slot) != "open":
+                return
+            cursor = self.db.execute(
+                "INSERT INTO sessions (participant_id, protocol_id, protocol_version, kind, mode, "
+                "status, reason, started_at, ended_at, timezone, local_date) "
+                "VALUES (?, ?, ?, 'daily', 'text', 'missed', ?, ?, ?, ?, ?)",
+                [p.id, protocol.id, protocol.version, reason, iso(slot.start), iso(slot.end),
+                 p.timezone, slot.local_date.isoformat()],
+            )  # fmt: skip
+        log_event(self.db, "session_missed", f"{slot.key} {reason}",
+                  session_id=int(cursor.lastrowid or 0), at=self.clock())  # fmt: skip
+
+    def backup(self) -> None:
+        try:
+            backup.backup_now(self.db, self.opened.home, keep=self.cfg.backups_keep,
+                              clock=self.clock)  # fmt: skip
+        except Exception as exc:  # a full disk must not stop the service
+            log.exception("backup failed")
+            log_event(self.db, "backup_failed", f"{type(exc).__name__}: {exc}", level="error")
+
+
+# -- the terminal: the participant's lines, and keypress starts --------------------------------
+
+
+class LineInbox:
+    """Reads the terminal on a thread (a blocking read, never polling).
+
+    While no session is running, a line asks for a session now; during one, lines
+    are the participant's replies. End of input ends the current session.
+    """
+
+    _EOF = object()
+
+    def __init__(self, stream: Any, on_idle_line: Callable[[], None]) -> None:
+        import queue
+        import threading
+
+        self.stream, self.on_idle_line = stream, on_idle_line
+        self.lines: queue.Queue[object] = queue.Queue()
+        self.busy = threading.Event()
+        self.thread = threading.Thread(target=self._read, name="terminal", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _read(self) -> None:
+        for line in iter(self.stream.readline, ""):
+            if self.busy.is_set():
+                self.lines.put(line.rstrip("\r\n"))
+            else:
+                self.on_idle_line()
+        self.lines.put(self._EOF)
+
+    def stop(self) -> None:
+        self.lines.put(self._EOF)
+
+    def channel(self, out: Any, clock: Clock = utc_now) -> InboxChannel:
+        return InboxChannel(self, out, clock)
+
+
+class InboxChannel:
+    """A text Channel over the inbox; an answer with max_seconds times out as silence."""
+
+    mode = "text"
+
+    def __init__(self, inbox: LineInbox, out: Any, clock: Clock) -> None:
+        import queue
+
+        self.inbox, self.out, self.clock, self._empty = inbox, out, clock, queue.Empty
+        # Drop stale lines typed while nobody was asking.
+        while not inbox.lines.empty():
+            if inbox.lines.get_nowait() is LineInbox._EOF:
+                inbox.lines.put(LineInbox._EOF)
+                break
+        inbox.busy.set()
+
+    def say(self, text: str) -> None:
+        self.out.write(f"companion: {text}\n")
+        self.out.flush()
+
+    def listen(self, expect: Expectation) -> Any:
+        from companion.dialogue import Heard
+
+        started = self.clock()
+        timeout = expect.max_seconds if expect.kind == "answer" else None
+        try:
+            line = self.inbox.lines.get(timeout=timeout)
+        except self._empty:
+            return Heard("", started, self.clock())
+        if line is LineInbox._EOF:
+            self.inbox.lines.put(line)  # stays at end of input
+            raise EndOfInput("end of input (EOF)")
+        return Heard(str(line), started, self.clock())
+
+    def close(self) -> None:
+        self.inbox.busy.clear()
+
+
+def serve(opened: Opened, stdin: Any, stdout: Any) -> None:
+    """Run the service in the foreground until SIGTERM/SIGINT (the `companion run` command)."""
+    import signal
+
+    scheduler = make_scheduler()
+    holder: dict[str, Service] = {}
+    inbox = LineInbox(
+        stdin,
+        lambda: scheduler.add_job(
+            holder["service"].manual_session, executor="plan", id="manual", replace_existing=True
+        ),  # fmt: skip
+    )
+    service = Service(opened, lambda: inbox.channel(stdout), scheduler=scheduler)
+    holder["service"] = service
+    service.start()
+
+    def stop(signum: int, _frame: Any) -> None:
+        log.info("signal %s: stopping", signum)
+        sd_notify("STOPPING=1")
+        inbox.stop()  # a running text session ends as interrupted, answers kept
+        scheduler.shutdown(wait=False)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    inbox.start()
+    sd_notify("READY=1")
+    sd_notify(f"STATUS=scheduling {len(service.slots)} study slots")
+    scheduler.start()  # blocks: waits on an event until the next job is due
+    log_event(opened.db, "service_stopped", "")

@@ -1,0 +1,272 @@
+"""A controllable world for the service tests: the real APScheduler, stepped on a fake clock.
+
+`SteppedScheduler` is APScheduler's own BaseScheduler (real job store, real triggers,
+real misfire handling); only its wait is replaced: instead of sleeping until the next
+job, the test moves time-machine's clock there. Jobs run synchronously (DebugExecutor),
+so a 30-day study runs in seconds and never waits in real time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from apscheduler.executors.debug import DebugExecutor
+from apscheduler.schedulers.base import BaseScheduler
+
+from companion import app
+from companion.dialogue import EndOfInput, Expectation, Heard
+from companion.schedule import INVITE_VOCABULARY
+from companion.service import Service, make_scheduler
+from companion.store import utc_now
+
+STORY = "I walked by the river with my brother and we talked about our father."
+
+
+class SteppedScheduler(BaseScheduler):
+    def shutdown(self, wait: bool = True) -> None:
+        super().shutdown(wait)
+
+    def wakeup(self) -> None:
+        pass
+
+    def step(self) -> float | None:
+        return self._process_jobs()
+
+
+class ScriptedChannel:
+    """Answers the invitation from a script and the session like a cooperative participant."""
+
+    mode = "text"
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.story_turns = 0
+        self.answers = 0
+
+    def say(self, text: str) -> None:
+        self.world.said.append((utc_now(), text))
+
+    def listen(self, expect: Expectation) -> Heard:
+        now = utc_now()
+        if expect.vocabulary == INVITE_VOCABULARY:
+            self.world.invitations.append(now)
+            script = self.world.invite_script
+            reply = script.pop(0) if script else "yes"
+            return Heard(reply, now, now)
+        if self.world.leave_after is not None and self.answers >= self.world.leave_after:
+            self.world.leave_after = None
+            raise EndOfInput("participant walked away")
+        self.answers += 1
+        if expect.kind == "story":
+            self.story_turns += 1
+            return Heard(STORY if self.story_turns == 1 else "that's all", now, now)
+        if "yes" in expect.vocabulary and "three" not in expect.vocabulary:
+            return Heard("yes", now, now)
+        return Heard("4" if expect.vocabulary else "fine thanks", now, now)
+
+    def close(self) -> None:
+        pass
+
+
+class World:
+    def __init__(self, home: Path, traveller: Any) -> None:
+        self.home, self.traveller = home, traveller
+        self.invite_script: list[str] = []
+        self.leave_after: int | None = None
+        self.free = 10**12
+        self.notes: list[str] = []
+        self.said: list[tuple[datetime, str]] = []
+        self.invitations: list[datetime] = []
+        self.service: Service | None = None
+        self.scheduler: Any = None
+
+    def boot(self) -> Service:
+        opened = app.open_home(self.home)
+        self.scheduler = make_scheduler(
+            SteppedScheduler, {"default": DebugExecutor(), "plan": DebugExecutor()}
+        )
+        self.service = Service(
+            opened,
+            lambda: ScriptedChannel(self),
+            scheduler=self.scheduler,
+            free_bytes=lambda _path: self.free,
+            sleep=lambda seconds: self.traveller.shift(seconds),
+            notify=self.notes.append,
+            heartbeat_seconds=6 * 3600,
+        )
+        self.service.start()
+        self.scheduler.start()
+        return self.service
+
+    def run_until(self, moment: datetime) -> None:
+        while True:
+            wait = self.scheduler.step()
+            now = utc_now()
+            nxt = moment if wait is None else now + timedelta(seconds=wait)
+            if nxt >= moment:
+                self.traveller.move_to(moment)
+                self.scheduler.step()
+                return
+            self.traveller.move_to(nxt)
+
+    def power_off(self) -> None:
+        """The plug is pulled: no clean shutdown event, the connection just goes away."""
+        self.scheduler.shutdown(wait=False)
+        assert self.service is not None
+        self.service.db.conn.close()
+        self.service = None
+
+
+# -- the 30-day study ----------------------------------------------------------------------
+
+import time_machine  # noqa: E402
+from zoneinfo import ZoneInfo  # noqa: E402
+
+import pytest  # noqa: E402
+
+from companion.config import Config, Home, write_config  # noqa: E402
+from companion.protocol import default_protocol_text  # noqa: E402
+from companion.store import open_db  # noqa: E402
+
+LONDON = ZoneInfo("Europe/London")
+SCHEDULE = """
+[schedule]
+start_date = 2027-03-10
+days = 30
+windows = ["09:00-11:00", "18:00-20:00"]
+reminders = 2
+reminder_minutes = 20
+snooze_minutes = 15
+answer_seconds = 60
+quiet_hours = "22:00-07:00"
+backups_keep = 3
+min_free_mb = 100
+"""
+
+
+def make_home(tmp_path: Path, schedule: str = SCHEDULE) -> Path:
+    home = tmp_path / "home"
+    (tmp_path / "protocol.toml").write_text(default_protocol_text() + schedule)
+    write_config(Home(home), Config(participant_id="P007", participant_name="Robin",
+                                     timezone="Europe/London",
+                                     protocol=str(tmp_path / "protocol.toml")))  # fmt: skip
+    return home
+
+
+def local(day: int, hh: int, mm: int = 0) -> datetime:
+    """Day `day` of the study (0 = 2027-03-10) at hh:mm London time, as an aware datetime."""
+    base = datetime(2027, 3, 10) + timedelta(days=day)
+    return base.replace(hour=hh, minute=mm, tzinfo=LONDON)
+
+
+def slot_rows(db: Any) -> list[tuple[str, str, str | None, str, str]]:
+    return db.execute(
+        "SELECT local_date, status, reason, started_at, kind FROM sessions ORDER BY started_at"
+    ).fetchall()
+
+
+def test_thirty_days_each_session_once_held_or_missed(tmp_path: Path) -> None:
+    home = make_home(tmp_path)
+    expected: dict[tuple[int, int], str] = {}  # (day, window) -> "held" or missed reason
+    with time_machine.travel(local(0, 7), tick=False) as traveller:
+        world = World(home, traveller)
+        world.boot()
+        for day in range(30):
+            if day == 2:  # three unanswered invitations (1 + 2 reminders): no_answer
+                world.invite_script = ["", "", ""]
+                expected[(day, 0)] = "no_answer"
+            if day == 3:
+                world.run_until(local(day, 12))
+                world.invite_script = ["not now", "later", "yes"]  # snoozed twice, then held
+            if day == 4:
+                world.invite_script = ["no thanks"]
+                expected[(day, 0)] = "declined"
+            if day == 5:  # device off all day
+                world.power_off()
+                traveller.move_to(local(6, 7, 30))
+                expected[(5, 0)] = expected[(5, 1)] = "device_off"
+                world.boot()
+                continue
+            if day == 7:  # power cut before the window, back inside it: still invited
+                world.run_until(local(day, 8))
+                world.power_off()
+                traveller.move_to(local(day, 9, 40))
+                world.boot()
+            if day == 8:  # power cut before the window, back after it
+                world.run_until(local(day, 8, 30))
+                world.power_off()
+                traveller.move_to(local(day, 11, 30))
+                world.boot()
+                expected[(day, 0)] = "device_off"
+            if day == 9:  # invited, no answer, then the power goes: no_answer, not device_off
+                world.invite_script = [""]
+                world.run_until(local(day, 9, 5))
+                world.power_off()
+                traveller.move_to(local(day, 12))
+                world.boot()
+                expected[(day, 0)] = "no_answer"
+            if day == 10:  # the clock jumps forward 1 h into the window: the invitation is late
+                world.run_until(local(day, 8, 30))
+                traveller.shift(3600)
+            if day == 11:  # after the session, the clock jumps back 1 h: no second session
+                world.run_until(local(day, 9, 30))
+                traveller.shift(-3600)
+            if day == 12:  # disk full through the morning window
+                world.run_until(local(day, 8))
+                world.free = 10 * 1024 * 1024
+                world.run_until(local(day, 12))
+                world.free = 10**12
+                expected[(day, 0)] = "disk_full"
+            if day == 14:  # reboot after a clock jump back: waits for the clock, then catches up
+                world.run_until(local(day, 12))
+                world.power_off()
+                traveller.shift(-5 * 3600)
+                world.boot()  # clock earlier than the last event: waits (blocking sleep)
+            if day == 22:  # the participant walks away mid-session: interrupted, still held
+                world.run_until(local(day, 8))
+                world.leave_after = 3
+            if day == 25:  # "not now" until the evening window closes
+                world.run_until(local(day, 17))
+                world.invite_script = ["not now"] * 20
+                expected[(day, 1)] = "no_answer"
+            world.run_until(local(day, 23, 59))
+            world.invite_script = []
+        world.run_until(local(30, 12))
+        service = world.service
+        assert service is not None
+        db = service.db
+        rows = slot_rows(db)
+
+    start_day = datetime(2027, 3, 10).date()
+    seen: dict[tuple[int, int], list[tuple[str, str | None, str]]] = {}
+    windows = [(9, 11), (18, 20)]
+    for local_date, status, reason, started_at, _kind in rows:
+        moment = datetime.fromisoformat(started_at).astimezone(LONDON)
+        day = (datetime.fromisoformat(local_date).date() - start_day).days
+        index = [n for n, (a, b) in enumerate(windows) if a <= moment.hour < b]
+        assert index, f"session outside every window: {local_date} {moment} {status}"
+        seen.setdefault((day, index[0]), []).append((status, reason, started_at))
+    for day in range(30):
+        for index in (0, 1):
+            got = seen.get((day, index), [])
+            assert len(got) == 1, f"day {day} window {index}: {got}"
+            status, reason, _ = got[0]
+            want = expected.get((day, index), "held")
+            outcome = "held" if status != "missed" else reason
+            assert outcome == want, f"day {day} window {index}: {got[0]}, expected {want}"
+    assert seen[(22, 0)][0][0] == "interrupted"
+    assert len(rows) == 60
+    # DST (2027-03-28): the morning invitation stays at 09:00 London time on both sides.
+    for day in (17, 18, 19):
+        started = datetime.fromisoformat(seen[(day, 0)][0][2]).astimezone(LONDON)
+        assert (started.hour, started.minute) == (9, 0), started
+    assert [n for n in world.notes if n == "WATCHDOG=1"], "heartbeat never pinged"
+    assert 1 <= len(list((home / "backups").glob("companion-*.db"))) <= 3
+    events = open_db(home / "companion.db").execute(
+        "SELECT kind, COUNT(*) FROM events GROUP BY kind"
+    ).fetchall()
+    counts = dict(events)
+    assert counts["clock_suspect"] >= 1
+    assert counts["disk_low"] >= 1
