@@ -282,6 +282,55 @@ def doctor(home, as_json, skip) -> None:
         sys.exit(1)
 
 
+@cli.command()
+@home_option
+def run(home) -> None:
+    """Run the always-on companion: daily invitations, reminders, missed-session records and
+    backups, as the protocol's [schedule] says. Type a line (Enter) to start a session now.
+    Stops on SIGTERM or Ctrl-C. Under systemd it reports readiness and pings the watchdog."""
+    from companion import app, service
+
+    service.serve(app.open_home(home), sys.stdin, sys.stdout)
+
+
+@cli.command()
+@home_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status(home, as_json) -> None:
+    """Study day, next invitation, today's sessions, last session, adherence and warnings."""
+    from companion import app
+    from companion.status import compute_status, format_status
+
+    current = compute_status(app.open_home(home))
+    click.echo(current.to_json() if as_json else format_status(current))
+
+
+@cli.group()
+def model() -> None:
+    """The on-device empathy model (embedding + emotion head)."""
+
+
+@model.command("eval")
+@click.option(
+    "--emotions",
+    "csv_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=str),
+    help="CSV with columns label (1..32, EmpatheticDialogues order),content.",
+)
+@click.option("--model", "model_path", default=None, help="Model .onnx (default: the shipped one).")
+def model_eval(csv_path: str, model_path: str | None) -> None:
+    """Emotion accuracy on a labelled CSV: prints one JSON line {n, top1, top3, macro_f1}."""
+    import json
+    from pathlib import Path
+
+    from companion.encode import Encoder, evaluate_emotions, read_emotion_csv
+
+    read_emotion_csv(Path(csv_path))  # fail fast on a malformed file, before loading the model
+    encoder = Encoder.load(Path(model_path) if model_path else None)
+    click.echo(json.dumps(evaluate_emotions(encoder, Path(csv_path))))
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)

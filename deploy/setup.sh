@@ -11,8 +11,9 @@ extras=""
 
 # espeak-ng: the speech engine behind pyttsx3 (also synthesises test audio);
 # alsa-utils: aplay for pyttsx3's say(); libportaudio2: sounddevice's microphone/speaker access;
-# sox: audio conversion in tests and benchmarks.
-packages="espeak-ng alsa-utils libportaudio2 sox"
+# sox: audio conversion in tests and benchmarks;
+# systemd: systemd-analyze, which checks deploy/companion.service in the tests.
+packages="espeak-ng alsa-utils libportaudio2 sox systemd"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -11,15 +11,19 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
+import time_machine
 from apscheduler.executors.debug import DebugExecutor
 from apscheduler.schedulers.base import BaseScheduler
 
 from companion import app
+from companion.config import Config, Home, write_config
 from companion.dialogue import EndOfInput, Expectation, Heard
+from companion.protocol import default_protocol_text
 from companion.schedule import INVITE_VOCABULARY
 from companion.service import Service, make_scheduler
-from companion.store import utc_now
+from companion.store import open_db, utc_now
 
 STORY = "I walked by the river with my brother and we talked about our father."
 
@@ -121,14 +125,6 @@ class World:
 
 # -- the 30-day study ----------------------------------------------------------------------
 
-import time_machine  # noqa: E402
-from zoneinfo import ZoneInfo  # noqa: E402
-
-import pytest  # noqa: E402
-
-from companion.config import Config, Home, write_config  # noqa: E402
-from companion.protocol import default_protocol_text  # noqa: E402
-from companion.store import open_db  # noqa: E402
 
 LONDON = ZoneInfo("Europe/London")
 SCHEDULE = """
@@ -264,9 +260,11 @@ def test_thirty_days_each_session_once_held_or_missed(tmp_path: Path) -> None:
         assert (started.hour, started.minute) == (9, 0), started
     assert [n for n in world.notes if n == "WATCHDOG=1"], "heartbeat never pinged"
     assert 1 <= len(list((home / "backups").glob("companion-*.db"))) <= 3
-    events = open_db(home / "companion.db").execute(
-        "SELECT kind, COUNT(*) FROM events GROUP BY kind"
-    ).fetchall()
+    events = (
+        open_db(home / "companion.db")
+        .execute("SELECT kind, COUNT(*) FROM events GROUP BY kind")
+        .fetchall()
+    )
     counts = dict(events)
     assert counts["clock_suspect"] >= 1
     assert counts["disk_low"] >= 1

@@ -1,0 +1,140 @@
+"""`companion status`: where the study stands, for the researcher visiting the home."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from companion import schedule
+from companion.app import Opened, participant_of
+from companion.service import attempt_history, clock_problem, disk_free, slot_state
+from companion.store import iso, utc_now
+
+
+@dataclass(frozen=True)
+class SlotView:
+    window: str
+    state: str  # held / missed / covered / open / upcoming
+    detail: str
+
+
+@dataclass(frozen=True)
+class Status:
+    participant: str
+    now: str
+    study_day: int | None  # 1-based; None before the first or after the last study day
+    study_days: int
+    next_invitation: str | None
+    today: tuple[SlotView, ...]
+    last_session: dict[str, Any] | None
+    adherence: dict[str, int]
+    warnings: tuple[str, ...]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+def audio_problem(dev: Path = Path("/dev/snd")) -> str | None:
+    if not dev.is_dir() or not any(p.name.startswith("pcm") for p in dev.iterdir()):
+        return f"no sound devices ({dev}); voice sessions cannot run"
+    return None
+
+
+def compute_status(
+    opened: Opened,
+    *,
+    now: datetime | None = None,
+    free_bytes: Callable[[Path], int] = disk_free,
+    audio: Callable[[], str | None] = audio_problem,
+) -> Status:
+    now = now or utc_now()
+    db, cfg, person = opened.db, opened.protocol.schedule, participant_of(opened)
+    tz = ZoneInfo(person.timezone)
+    enrolled = datetime.fromisoformat(
+        db.execute("SELECT created_at FROM participants WHERE id = ?", [person.id]).fetchone()[0]
+    )
+    days = schedule.study_days(cfg, enrolled.astimezone(tz).date())
+    first = cfg.start_date or enrolled.astimezone(tz).date()
+    today = now.astimezone(tz).date()
+    day_number = (today - first).days + 1
+    slots = schedule.study_slots(cfg, enrolled, tz, person.seed)
+    views, upcoming = [], None
+    for slot in slots:
+        state = slot_state(db, person.id, slot, cfg.max_per_day)
+        history = attempt_history(db, slot)
+        if state == "open" and slot.end > now:
+            due = schedule.next_attempt(cfg, slot, history, now, tz)
+            if due is not None and upcoming is None:
+                upcoming = due
+        if slot.local_date == today:
+            window = cfg.windows[slot.index]
+            label = f"{window.start:%H:%M}-{window.end:%H:%M}"
+            if state == "open":
+                state = "upcoming" if slot.start > now else ("open" if slot.end > now else state)
+            detail = f"{len(history)} invitation(s)"
+            if state == "missed":
+                row = db.execute(
+                    "SELECT reason FROM sessions WHERE status = 'missed' AND started_at = ? "
+                    "AND participant_id = ?",
+                    [iso(slot.start), person.id],
+                ).fetchone()
+                detail = f"reason {row[0] if row else '?'}"
+            views.append(SlotView(label, state, detail))
+    last = db.execute(
+        "SELECT id, kind, status, reason, started_at, ended_at FROM sessions "
+        "WHERE participant_id = ? AND status != 'missed' ORDER BY started_at DESC LIMIT 1",
+        [person.id],
+    ).fetchone()
+    counts = dict(
+        db.execute(
+            "SELECT status, COUNT(*) FROM sessions WHERE participant_id = ? GROUP BY status",
+            [person.id],
+        ).fetchall()
+    )
+    reasons = db.execute(
+        "SELECT reason, COUNT(*) FROM sessions WHERE participant_id = ? AND status = 'missed' "
+        "GROUP BY reason",
+        [person.id],
+    ).fetchall()
+    adherence = {
+        "intended_so_far": sum(1 for s in slots if s.end <= now),
+        "held": counts.get("completed", 0),
+        "interrupted": counts.get("interrupted", 0) + counts.get("aborted", 0),
+        "missed": counts.get("missed", 0),
+        **{f"missed_{reason}": n for reason, n in reasons},
+    }
+    warnings = [w for w in (clock_problem(db, now), audio()) if w]
+    free = free_bytes(opened.home.path)
+    if free < cfg.min_free_mb * 1024 * 1024:
+        warnings.append(f"disk: {free // 2**20} MB free, sessions need {cfg.min_free_mb} MB")
+    columns = ("id", "kind", "status", "reason", "started_at", "ended_at")
+    return Status(
+        participant=person.id,
+        now=now.astimezone(tz).isoformat(timespec="seconds"),
+        study_day=day_number if days and first <= today <= days[-1] else None,
+        study_days=cfg.days,
+        next_invitation=upcoming.astimezone(tz).isoformat(timespec="minutes") if upcoming else None,
+        today=tuple(views),
+        last_session=dict(zip(columns, last, strict=True)) if last else None,
+        adherence=adherence,
+        warnings=tuple(warnings),
+    )
+
+
+def format_status(st: Status) -> str:
+    day = f"day {st.study_day} of {st.study_days}" if st.study_day else "outside the study dates"
+    lines = [f"participant {st.participant}, {st.now}: {day}"]
+    lines.append(f"next invitation: {st.next_invitation or 'none planned'}")
+    for view in st.today:
+        lines.append(f"today {view.window}: {view.state} ({view.detail})")
+    if st.last_session:
+        s = st.last_session
+        lines.append(f"last session: #{s['id']} {s['kind']} {s['status']} at {s['started_at']}")
+    lines.append("adherence: " + ", ".join(f"{k} {v}" for k, v in st.adherence.items()))
+    lines += [f"warning: {w}" for w in st.warnings]
+    return "\n".join(lines)
