@@ -190,7 +190,7 @@ class _Transformer:
         for t, col in FREE_TEXT:
             if t == table and col in row:
                 row[col] = self.text(row[col])
-        if table == "turns" and "audio_path" in row and row["audio_path"]:
+        if table == "turns" and self.options.include_audio and row.get("audio_path"):
             row["audio_path"] = self.copy_audio(row)
         return row
 

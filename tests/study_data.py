@@ -108,3 +108,19 @@ def fill_study(opened: app.Opened, days: int, seed: int, start: datetime | None 
         at = start + timedelta(days=day, minutes=rng.randint(0, 90))
         counts[run_scripted(opened, lines, at)] += 1
     return counts
+
+
+def build_study(root: Path, homes: int = 3, days: int = 4, deidentify: bool = True,
+                fmt: str = "csv") -> tuple[list[app.Opened], list[Path]]:  # fmt: skip
+    """`homes` devices with one participant each, every one exported to root/export-N."""
+    from companion.export import ExportOptions, export_home
+
+    opened, exports = [], []
+    for n in range(homes):
+        o = make_home(root / f"home-{n}", f"P{n + 1:03d}", ["Ada", "Bruno", "Chiara", "Dev"][n % 4])
+        fill_study(o, days, seed=n, interrupt=0.25)
+        out = root / f"export-{n}"
+        export_home(o.home, out, ExportOptions(format=fmt, deidentify=deidentify))
+        opened.append(o)
+        exports.append(out)
+    return opened, exports

@@ -1,0 +1,112 @@
+"""De-identification: planted personal details never leave; pseudonyms are stable per salt."""
+
+from __future__ import annotations
+
+import csv
+import os
+import stat
+
+import pytest
+
+from companion.deidentify import load_or_create_salt, pseudonym, redactor_for
+from companion.export import ExportOptions, export_home
+from tests.conftest import run_cli
+from tests.study_data import PLANTED, fill_study, make_home
+
+
+@pytest.fixture(scope="module")
+def planted_home(tmp_path_factory):
+    root = tmp_path_factory.mktemp("deid")
+    opened = make_home(root / "home", "P-REAL-77", PLANTED["names"][0])
+    fill_study(opened, 3, seed=5, planted_day=1, skip=0, interrupt=0)
+    (opened.home.path / "redact_names.txt").write_text("# neighbours\nTobias\n")
+    return opened
+
+
+def all_text(folder) -> str:
+    """Everything exported except the shipped story bank (public text, same on every device)."""
+    return "\n".join(
+        p.read_text() for p in folder.rglob("*") if p.is_file() and p.name != "stories.csv"
+    )
+
+
+def test_planted_details_never_appear(planted_home, tmp_path):
+    story = planted_home.db.execute(
+        "SELECT text FROM turns WHERE text LIKE '%Wellington%'"
+    ).fetchone()
+    assert story, "the planted story must be in the database"
+    out = tmp_path / "out"
+    done = run_cli("export", "--home", str(planted_home.home.path), "--out", str(out),
+                   "--deidentify", "--include-transcripts")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = all_text(out).lower()
+    secrets = [*PLANTED["names"], *PLANTED["names"][0].split(), PLANTED["email"],
+               PLANTED["phone"], "7700 900123", PLANTED["address"], "Wellington",
+               PLANTED["date"], "March 3rd", "P-REAL-77"]  # fmt: skip
+    for secret in secrets:
+        assert secret.lower() not in text, secret
+    with (out / "turns.csv").open(newline="") as f:
+        stories = [r["text"] for r in csv.DictReader(f) if "fence" in r["text"]]
+    (line,) = stories
+    for tag in ("[NAME]", "[DATE]", "[ADDRESS]", "[PHONE]", "[EMAIL]"):
+        assert tag in line
+    assert "fix the fence" in line  # the rest of the story survives
+
+
+def test_pseudonyms_stable_with_same_salt(planted_home, tmp_path):
+    salt = tmp_path / "salt"
+    a, b, c = (tmp_path / n for n in "abc")
+    export_home(planted_home.home, a, ExportOptions(deidentify=True, salt_file=salt))
+    export_home(planted_home.home, b, ExportOptions(deidentify=True, salt_file=salt))
+    assert stat.S_IMODE(os.stat(salt).st_mode) == 0o600
+    other = tmp_path / "other-salt"
+    other.write_text("a-completely-different-secret-value\n")
+    export_home(planted_home.home, c, ExportOptions(deidentify=True, salt_file=other))
+
+    def ids(folder):
+        with (folder / "sessions.csv").open(newline="") as f:
+            return {r["participant_id"] for r in csv.DictReader(f)}
+
+    assert ids(a) == ids(b) == {pseudonym("P-REAL-77", load_or_create_salt(salt))}
+    assert ids(c) != ids(a) and len(ids(c)) == 1
+    home_salt = planted_home.home.path / "export_salt"
+    export_home(planted_home.home, tmp_path / "d", ExportOptions(deidentify=True))
+    assert home_salt.exists() and stat.S_IMODE(os.stat(home_salt).st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        ("write to ann.lee+study@mail.co.uk please", "ann.lee+study@mail.co.uk"),
+        ("call me on (555) 123-4567 tonight", "123-4567"),
+        ("my mobile is 07700 900 123", "900 123"),
+        ("we moved to 221B Baker Street last year", "Baker Street"),
+        ("the flat at 7 Upper Church Lane is cold", "Church Lane"),
+        ("postcode SW1A 1AA", "SW1A 1AA"),
+        ("it was on 2024-03-14 exactly", "2024-03-14"),
+        ("born 14/03/1950", "14/03/1950"),
+        ("on the 5th of May we danced", "5th of May"),
+        ("since May 5th, 2023 I have", "May 5th"),
+        ("Ann and Lee came", "Ann"),
+    ],
+)
+def test_redactor_patterns(text, gone):
+    redacted = redactor_for(["Ann Lee"]).redact(text)
+    assert redacted is not None and gone not in redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I'd say four", "3", "we walked for 2 hours", "about 10 people came", "annual fair"],
+)
+def test_redactor_keeps_ordinary_answers(text):
+    assert redactor_for(["Ann Lee"]).redact(text) == text
+
+
+def test_short_salt_refused(tmp_path):
+    salt = tmp_path / "salt"
+    salt.write_text("short\n")
+    from companion.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="shorter than 16"):
+        load_or_create_salt(salt)

@@ -1,0 +1,136 @@
+"""`companion doctor` finds each planted fault, and passes a healthy device."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from companion.config import Config, Home, VoiceConfig, write_config
+from companion.doctor import Probes, run_checks
+from tests.conftest import run_cli
+from tests.study_data import make_home, run_scripted, session_lines
+
+SPEAKERS = [
+    {"name": "USB mic", "max_input_channels": 1, "max_output_channels": 0},
+    {"name": "USB speaker", "max_input_channels": 0, "max_output_channels": 2},
+]
+HEALTHY = Probes(
+    free_bytes=lambda _: 20 * 1024**3,
+    audio_devices=lambda: SPEAKERS,
+    listening=None,  # the real /proc scan
+    service_state=lambda unit: "active",
+)
+
+
+@pytest.fixture
+def device(tmp_path) -> Home:
+    """A home with a session, a verified encoder model and a vosk model folder, all private."""
+    import random
+
+    opened = make_home(tmp_path / "home", "P7", "Ada")
+    run_scripted(opened, session_lines(random.Random(1)), datetime.now(UTC))
+    models = opened.home.path / "models"
+    models.mkdir(mode=0o700)
+    model = models / "companion-empathy-1.onnx"
+    model.write_bytes(os.urandom(2048))
+    sidecar = {"sha256": hashlib.sha256(model.read_bytes()).hexdigest()}
+    (models / "companion-empathy-1.onnx.json").write_text(json.dumps(sidecar))
+    vosk = models / "vosk-model-small"
+    vosk.mkdir(mode=0o700)
+    (vosk / "README").write_text("model")
+    config = Config(participant_id="P7", participant_name="Ada", protocol="protocol.toml",
+                    model="models/companion-empathy-1.onnx",
+                    voice=VoiceConfig(vosk_model_dir="models/vosk-model-small"))  # fmt: skip
+    write_config(opened.home, config)
+    for path in opened.home.path.rglob("*"):
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
+    opened.db.close()
+    return opened.home
+
+
+def by_check(findings) -> dict[str, str]:
+    return {f.check: f.status for f in findings}
+
+
+def test_healthy_device_passes(device):
+    findings = run_checks(device, probes=HEALTHY)
+    assert all(f.status == "ok" for f in findings), [f for f in findings if f.status != "ok"]
+    assert {"audio-in", "audio-out", "encoder-model", "asr-model", "clock", "disk", "database",
+            "service", "permissions", "network"} <= set(by_check(findings))  # fmt: skip
+
+
+def test_missing_and_corrupt_models(device):
+    model = device.path / "models" / "companion-empathy-1.onnx"
+    with model.open("ab") as f:
+        f.write(b"x")
+    assert by_check(run_checks(device, probes=HEALTHY))["encoder-model"] == "fail"
+    model.unlink()
+    (finding,) = [f for f in run_checks(device, probes=HEALTHY) if f.check == "encoder-model"]
+    assert finding.status == "fail" and "missing" in finding.detail
+    for path in (device.path / "models" / "vosk-model-small").iterdir():
+        path.unlink()
+    assert by_check(run_checks(device, probes=HEALTHY))["asr-model"] == "fail"
+
+
+def test_bad_permissions(device):
+    os.chmod(device.config_path, 0o644)
+    (finding,) = [f for f in run_checks(device, probes=HEALTHY) if f.check == "permissions"]
+    assert finding.status == "fail" and "config.toml 644" in finding.detail
+    os.chmod(device.config_path, 0o600)
+    os.chmod(device.path, 0o755)
+    assert by_check(run_checks(device, probes=HEALTHY))["permissions"] == "fail"
+
+
+def test_corrupt_database(device):
+    db = device.db_path
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    data = bytearray(db.read_bytes())
+    data[4096 : 4096 * 3] = os.urandom(8192)  # clobber pages after the header
+    db.write_bytes(bytes(data))
+    assert by_check(run_checks(device, probes=HEALTHY))["database"] == "fail"
+    db.write_bytes(b"this is not a database at all" * 100)
+    assert by_check(run_checks(device, probes=HEALTHY))["database"] == "fail"
+
+
+def test_tiny_disk_clock_audio_and_service(device):
+    tiny = Probes(free_bytes=lambda _: 50 * 1024**2, audio_devices=lambda: SPEAKERS[1:],
+                  service_state=lambda unit: "failed",
+                  now=lambda: datetime(2020, 1, 1, tzinfo=UTC))  # fmt: skip
+    got = by_check(run_checks(device, probes=tiny))
+    assert got["disk"] == "fail" and got["clock"] == "fail"
+    assert got["audio-in"] == "fail" and got["audio-out"] == "ok"
+    assert got["service"] == "warn"
+    behind = Probes(**{**HEALTHY.__dict__, "now": lambda: datetime(2025, 6, 1, tzinfo=UTC)})
+    assert by_check(run_checks(device, probes=behind))["clock"] == "fail"  # before the last event
+
+
+def test_listening_socket_found(device):
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        (finding,) = [f for f in run_checks(device, probes=HEALTHY) if f.check == "network"]
+    assert finding.status == "fail" and f":{port}" in finding.detail
+    assert by_check(run_checks(device, probes=HEALTHY))["network"] == "ok"
+
+
+def test_cli_exit_codes_and_json(device):
+    done = run_cli("doctor", "--home", str(device.path), "--json", "--skip", "audio")
+    assert done.stdout, done.stderr
+    report = json.loads(done.stdout)
+    failing = [f for f in report["findings"] if f["status"] == "fail"]
+    assert done.returncode == (1 if failing else 0)
+    os.chmod(device.config_path, 0o666)
+    done = run_cli("doctor", "--home", str(device.path), "--skip", "audio", "--skip", "service")
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("fail permissions:") for line in lines)
+    assert all(re.match(r"^(ok|warn|fail) +[a-z-]+: ", line) for line in lines)

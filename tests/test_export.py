@@ -1,0 +1,158 @@
+"""Export round trip on databases filled by real sessions: counts, codebook, manifest, options."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import stat
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from companion import codebook
+from companion.config import Home
+from companion.export import TABLES, ExportError, ExportOptions, export_home, read_manifest
+from tests.conftest import run_cli
+from tests.study_data import fill_study, make_home, session_lines
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """Two homes: one filled through the real CLI over a pipe, one by the engine in-process."""
+    import random
+
+    root = tmp_path_factory.mktemp("export")
+    piped = make_home(root / "piped", "P100", "Ada")
+    lines = session_lines(random.Random(3))
+    script = "".join(f"{x}\n" for x in lines)
+    done = run_cli("session", "--text", input=script, home=piped.home.path)
+    assert done.returncode == 0, done.stderr
+    done = run_cli("session", "--text", input="4\n3\n", home=piped.home.path)  # cut short
+    assert done.returncode == 0, done.stderr
+    other = make_home(root / "engine", "P200", "Bruno")
+    fill_study(other, 5, seed=11, interrupt=0.3)
+    return root, piped, other
+
+
+def table_columns(path: Path, fmt: str) -> tuple[list[str], list[dict]]:
+    if fmt == "csv":
+        with path.open(newline="") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            return list(reader.fieldnames or []), rows
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return (list(rows[0]) if rows else []), rows
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_round_trip_counts_codebook_and_checksums(study, tmp_path, fmt):
+    _, piped, _ = study
+    out = tmp_path / "out"
+    result = export_home(piped.home, out, ExportOptions(format=fmt, include_transcripts=True))
+    db = piped.db
+    statuses = {r[0] for r in db.execute("SELECT status FROM sessions")}
+    assert statuses == {"completed", "interrupted"}
+    book = json.loads((out / "codebook.json").read_text())
+    markdown = (out / "codebook.md").read_text()
+    manifest = read_manifest(out)  # verifies every sha256
+    assert manifest["device_id"] == result.device_id
+    for table in TABLES:
+        columns, rows = table_columns(out / f"{table}.{fmt}", fmt)
+        expected = db[table].count
+        assert len(rows) == expected == result.rows[table] == manifest["tables"][table]["rows"]
+        if not rows and fmt == "jsonl":
+            columns = manifest["tables"][table]["columns"]
+        assert set(columns) == set(book["tables"][table]), table
+        for column in columns:
+            entry = book["tables"][table][column]
+            assert entry["type"] in ("TEXT", "INTEGER", "REAL") and entry["meaning"]
+            assert f"`{column}`" in markdown
+    # every exported value of a column with allowed values is one of them
+    _, sessions = table_columns(out / f"sessions.{fmt}", fmt)
+    assert {s["status"] for s in sessions} <= set(book["tables"]["sessions"]["status"]["allowed"])
+    # instruments with wording, scale and anchors, from the protocol the sessions used
+    (proto,) = book["protocols"]
+    assert (proto["id"], proto["version"]) == (piped.protocol.id, piped.protocol.version)
+    for inst in piped.protocol.instruments:
+        entry = next(i for i in proto["instruments"] if i["id"] == inst.id)
+        for item in inst.items:
+            got = next(i for i in entry["items"] if i["id"] == item.id)
+            assert got["wording"] == item.text and got["wording"] in markdown
+            assert got["scale"] == [item.min, item.max]
+            assert got["anchors"] == {str(k): v for k, v in (item.anchors or {}).items()}
+    listed = set(manifest["files"])
+    on_disk = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()} - {"manifest.json"}
+    assert listed == on_disk
+    assert stat.S_IMODE(os.stat(out / f"turns.{fmt}").st_mode) == 0o600
+
+
+def test_transcripts_and_audio_stay_unless_asked(study, tmp_path):
+    _, piped, _ = study
+    wav = piped.home.path / "audio" / "t1.wav"
+    wav.parent.mkdir(exist_ok=True)
+    wav.write_bytes(b"RIFF" + os.urandom(400))
+    piped.db.execute("UPDATE turns SET audio_path = 'audio/t1.wav' WHERE id = 4")
+    story = piped.db.execute("SELECT text FROM turns WHERE purpose = 'story' LIMIT 1").fetchone()[0]
+
+    plain = tmp_path / "plain"
+    export_home(piped.home, plain, ExportOptions())
+    columns, _ = table_columns(plain / "turns.csv", "csv")
+    assert "text" not in columns and "audio_path" not in columns
+    assert not (plain / "audio").exists()
+    for file in plain.iterdir():
+        assert story not in file.read_text(), file.name
+
+    full = tmp_path / "full"
+    export_home(piped.home, full, ExportOptions(include_transcripts=True, include_audio=True))
+    _, rows = table_columns(full / "turns.csv", "csv")
+    assert story in {r["text"] for r in rows}
+    (copied,) = [r["audio_path"] for r in rows if r["audio_path"]]
+    assert (full / copied).read_bytes() == wav.read_bytes()
+    assert copied in read_manifest(full)["files"]
+
+
+def test_filters_by_participant_and_dates(study, tmp_path):
+    _, _, other = study
+    dates = [r[0] for r in other.db.execute("SELECT local_date FROM sessions ORDER BY id")]
+    since, until = date.fromisoformat(dates[1]), date.fromisoformat(dates[2])
+    out = tmp_path / "some"
+    result = export_home(other.home, out, ExportOptions(since=since, until=until))
+    _, sessions = table_columns(out / "sessions.csv", "csv")
+    assert sorted(s["local_date"] for s in sessions) == dates[1:3]
+    ids = {s["id"] for s in sessions}
+    _, answers = table_columns(out / "self_reports.csv", "csv")
+    assert answers and {a["session_id"] for a in answers} <= ids
+    assert result.rows["sessions"] == 2
+
+    nobody = tmp_path / "nobody"
+    export_home(other.home, nobody, ExportOptions(participant="P999"))
+    assert read_manifest(nobody)["tables"]["sessions"]["rows"] == 0
+
+
+def test_cli_export_and_refusals(study, tmp_path):
+    root, piped, _ = study
+    out = tmp_path / "cli"
+    done = run_cli("export", "--home", str(piped.home.path), "--out", str(out), "--format", "jsonl")
+    assert done.returncode == 0, done.stderr
+    assert "exported device" in done.stdout and (out / "manifest.json").exists()
+    again = run_cli("export", "--home", str(piped.home.path), "--out", str(out))
+    assert again.returncode == 2
+    assert again.stderr.strip().count("\n") == 0 and "not empty" in again.stderr
+    (out / "sessions.jsonl").write_text("tampered\n")
+    with pytest.raises(ExportError, match="sha256 does not match"):
+        read_manifest(out)
+
+
+def test_device_id_is_stable_and_private(tmp_path):
+    opened = make_home(tmp_path / "h", "P1", "Ada")
+    first = export_home(opened.home, tmp_path / "a", ExportOptions())
+    second = export_home(Home(opened.home.path), tmp_path / "b", ExportOptions())
+    assert first.device_id == second.device_id and first.device_id.startswith("dev-")
+    assert stat.S_IMODE(os.stat(opened.home.path / "device_id").st_mode) == 0o600
+
+
+def test_codebook_refuses_undocumented_columns():
+    with pytest.raises(KeyError, match="sessions.mystery"):
+        codebook.build_codebook({"sessions": ["id", "mystery"]}, [])

@@ -1,0 +1,116 @@
+"""Merging devices' exports: provenance, idempotence, refusing conflicts and tampering."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+
+import pytest
+
+from companion.export import TABLES, ExportError, ExportOptions, export_home
+from companion.merge import MergeError, merge_exports
+from tests.conftest import run_cli
+from tests.study_data import build_study
+
+
+@pytest.fixture(scope="module")
+def devices(tmp_path_factory):
+    root = tmp_path_factory.mktemp("merge")
+    return build_study(root, homes=3, days=4)
+
+
+def counts(path) -> dict[str, int]:
+    conn = sqlite3.connect(path)
+    try:
+        return {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}
+    finally:
+        conn.close()
+
+
+def test_merge_keeps_every_row_with_provenance_and_is_idempotent(devices, tmp_path):
+    homes, exports = devices
+    study = tmp_path / "study.db"
+    done = run_cli("merge", str(study), *map(str, exports))
+    assert done.returncode == 0, done.stderr
+    merged = counts(study)
+    for table in ("sessions", "turns", "story_exposures", "self_reports", "events"):
+        assert merged[table] == sum(h.db[table].count for h in homes), table
+    assert merged["participants"] == 3
+    assert merged["stories"] == homes[0].db["stories"].count  # one shared bank
+
+    conn = sqlite3.connect(study)
+    devices_seen = {r[0] for r in conn.execute("SELECT DISTINCT device_id FROM sessions")}
+    manifests = [json.loads((e / "manifest.json").read_text()) for e in exports]
+    assert devices_seen == {m["device_id"] for m in manifests}
+    # every device's turns still point at that device's sessions, with the same participant
+    wrong = conn.execute(
+        "SELECT COUNT(*) FROM turns t JOIN sessions s ON s.id = t.session_id "
+        "WHERE s.device_id != t.device_id"
+    ).fetchone()[0]
+    assert wrong == 0
+    per_device = dict(conn.execute("SELECT device_id, COUNT(DISTINCT participant_id) "
+                                   "FROM sessions GROUP BY device_id").fetchall())  # fmt: skip
+    assert set(per_device.values()) == {1}
+    links = conn.execute("SELECT COUNT(*) FROM participant_devices").fetchone()[0]
+    conn.close()
+    assert links == 3
+
+    again = run_cli("merge", str(study), *map(str, exports))
+    assert again.returncode == 0, again.stderr
+    assert "0 rows added" in again.stdout
+    assert counts(study) == merged
+
+
+def rewrite(export, name: str, old: str, new: str) -> None:
+    """Change one file of an export and re-sign it, as a changed device would."""
+    path = export / name
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+    manifest = json.loads((export / "manifest.json").read_text())
+    manifest["files"][name]["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (export / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_conflicting_duplicate_refused_and_nothing_written(devices, tmp_path):
+    _, exports = devices
+    study = tmp_path / "study.db"
+    merge_exports(study, [exports[0]])
+    before = counts(study)
+    changed = tmp_path / "changed"
+    shutil.copytree(exports[0], changed)
+    rewrite(changed, "self_reports.csv", ",answered\n", ",skipped\n")
+    done = run_cli("merge", str(study), str(changed))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "conflicts with the merged copy" in done.stderr
+    assert counts(study) == before
+
+
+def test_tampered_or_mixed_exports_refused(devices, tmp_path):
+    homes, exports = devices
+    tampered = tmp_path / "tampered"
+    shutil.copytree(exports[1], tampered)
+    with (tampered / "turns.csv").open("a") as f:
+        f.write("999,1,99,companion,greeting,2026-01-01,2026-01-01,\n")
+    with pytest.raises(ExportError, match="sha256 does not match"):
+        merge_exports(tmp_path / "a.db", [tampered])
+
+    identified = tmp_path / "identified"
+    export_home(homes[2].home, identified, ExportOptions())
+    study = tmp_path / "b.db"
+    merge_exports(study, [exports[0]])
+    with pytest.raises(MergeError, match="export every device the same way"):
+        merge_exports(study, [identified])
+
+
+def test_jsonl_and_csv_exports_of_one_device_agree(devices, tmp_path):
+    homes, exports = devices
+    as_jsonl = tmp_path / "jsonl"
+    export_home(homes[0].home, as_jsonl, ExportOptions(format="jsonl", deidentify=True))
+    study = tmp_path / "study.db"
+    (first,) = merge_exports(study, [exports[0]])
+    (second,) = merge_exports(study, [as_jsonl])
+    assert sum(second.added.values()) == 0
+    assert second.skipped["turns"] == first.added["turns"] > 0
