@@ -425,7 +425,8 @@ def serve(opened: Opened, stdin: Any, stdout: Any) -> None:
     """Run the service in the foreground until SIGTERM/SIGINT (the `companion run` command)."""
     import signal
 
-    scheduler = make_scheduler()
+    plan = ThreadPoolExecutor(1)
+    scheduler = make_scheduler(executors={"default": ThreadPoolExecutor(1), "plan": plan})
     holder: dict[str, Service] = {}
     inbox = LineInbox(
         stdin,
@@ -449,4 +450,5 @@ def serve(opened: Opened, stdin: Any, stdout: Any) -> None:
     sd_notify("READY=1")
     sd_notify(f"STATUS=scheduling {len(service.slots)} study slots")
     scheduler.start()  # blocks: waits on an event until the next job is due
+    plan.shutdown(wait=True)  # let a session that saw end of input record its end
     log_event(opened.db, "service_stopped", "")

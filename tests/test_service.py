@@ -268,3 +268,107 @@ def test_thirty_days_each_session_once_held_or_missed(tmp_path: Path) -> None:
     counts = dict(events)
     assert counts["clock_suspect"] >= 1
     assert counts["disk_low"] >= 1
+
+
+def test_reboot_inside_window_invites_once_and_manual_session_counts(tmp_path: Path) -> None:
+    one_window = SCHEDULE.replace('["09:00-11:00", "18:00-20:00"]', '["09:00-11:00"]')
+    home = make_home(tmp_path, one_window)
+    with time_machine.travel(local(0, 8), tick=False) as traveller:
+        world = World(home, traveller)
+        service = world.boot()
+        traveller.move_to(local(0, 8, 30))
+        service.manual_session()  # the participant starts one before the window
+        world.run_until(local(0, 23))
+        rows = slot_rows(service.db)
+    assert [r[1] for r in rows] == ["completed"]  # quota of 1 a day: no invitation, no miss
+    assert world.invitations == []
+
+
+def test_invitations_only_inside_windows_and_outside_quiet_hours(tmp_path: Path) -> None:
+    schedule = SCHEDULE.replace('"22:00-07:00"', '"08:00-09:30"').replace(
+        "reminders = 2", "reminders = 3"
+    )
+    home = make_home(tmp_path, schedule)
+    with time_machine.travel(local(0, 7), tick=False) as traveller:
+        world = World(home, traveller)
+        world.boot()
+        world.invite_script = ["", "", "", "", "", "", ""]
+        world.run_until(local(2, 23))
+    times = [t.astimezone(LONDON) for t in world.invitations]
+    assert times, "no invitation at all"
+    for t in times:
+        inside = (9, 30) <= (t.hour, t.minute) < (11, 0) or 18 <= t.hour < 20
+        assert inside, t
+    assert (times[0].hour, times[0].minute) == (9, 30)  # quiet hours pushed the first one
+
+
+def test_run_command_starts_a_session_on_a_line_and_stops_cleanly(tmp_path: Path) -> None:
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    home = make_home(tmp_path)
+    sock_path = str(tmp_path / "notify.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(sock_path)
+    listener.settimeout(20)
+    env = {**os.environ, "COMPANION_HOME": str(home), "NOTIFY_SOCKET": sock_path,
+           "WATCHDOG_USEC": "400000"}  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "companion", "run"], stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True, env=env, cwd=REPO,
+    )  # fmt: skip
+    try:
+        messages = [listener.recv(1024).decode() for _ in range(4)]
+        assert "READY=1" in messages and "WATCHDOG=1" in messages
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("\n")  # "start a session now"
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith("companion: Hello Robin")
+        proc.stdin.write("4\n")
+        proc.stdin.flush()
+        proc.stdout.readline()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        proc.kill()
+        listener.close()
+    db = open_db(home / "companion.db")
+    status, reason = db.execute("SELECT status, reason FROM sessions").fetchone()
+    assert status == "interrupted" and "end of input" in reason
+    kinds = [r[0] for r in db.execute("SELECT kind FROM events ORDER BY id")]
+    assert kinds[-1] == "service_stopped" and "service_started" in kinds
+
+
+def test_systemd_unit_verifies(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from tests.conftest import REPO
+
+    analyze = shutil.which("systemd-analyze")
+    assert analyze, "systemd-analyze missing: run deploy/setup.sh (installs systemd)"
+    unit = (REPO / "deploy" / "companion.service").read_text()
+    keys = {line.split("=", 1)[0] for line in unit.splitlines() if "=" in line}
+    for key in ("Type", "WatchdogSec", "Restart", "StartLimitIntervalSec", "StartLimitBurst",
+                "User", "NoNewPrivileges", "ProtectSystem", "ReadWritePaths", "PrivateTmp",
+                "IPAddressDeny"):  # fmt: skip
+        assert key in keys, key
+    assert "Type=notify" in unit and "IPAddressDeny=any" in unit
+    # The same unit with paths that exist on this machine.
+    local_unit = unit.replace("/opt/companion/.venv/bin/companion",
+                              str(REPO / ".venv" / "bin" / "companion"))  # fmt: skip
+    local_unit = local_unit.replace("/var/lib/companion", str(tmp_path))
+    (tmp_path / "companion.service").write_text(local_unit)
+    done = subprocess.run([analyze, "verify", str(tmp_path / "companion.service")],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0 and "companion.service" not in done.stderr, done.stderr
+    # The check can fail: a misspelt directive is reported.
+    (tmp_path / "typo.service").write_text(local_unit.replace("WatchdogSec", "WatchDogSec"))
+    bad = subprocess.run([analyze, "verify", str(tmp_path / "typo.service")],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert "WatchDogSec" in bad.stderr
