@@ -421,8 +421,17 @@ class InboxChannel:
         self.inbox.busy.clear()
 
 
-def serve(opened: Opened, stdin: Any, stdout: Any) -> None:
-    """Run the service in the foreground until SIGTERM/SIGINT (the `companion run` command)."""
+def serve(
+    opened: Opened,
+    stdin: Any,
+    stdout: Any,
+    channel_factory: Callable[[], Channel] | None = None,
+) -> None:
+    """Run the service in the foreground until SIGTERM/SIGINT (the `companion run` command).
+
+    channel_factory: how to talk to the participant (e.g. microphone and speaker);
+    None = text on stdin/stdout. A line on stdin starts a session either way.
+    """
     import signal
 
     plan = ThreadPoolExecutor(1)
@@ -434,7 +443,8 @@ def serve(opened: Opened, stdin: Any, stdout: Any) -> None:
             holder["service"].manual_session, executor="plan", id="manual", replace_existing=True
         ),  # fmt: skip
     )
-    service = Service(opened, lambda: inbox.channel(stdout), scheduler=scheduler)
+    factory = channel_factory or (lambda: inbox.channel(stdout))
+    service = Service(opened, factory, scheduler=scheduler)
     holder["service"] = service
     service.start()
 

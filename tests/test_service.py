@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
 import time_machine
 from apscheduler.executors.debug import DebugExecutor
 from apscheduler.schedulers.base import BaseScheduler
@@ -23,7 +24,7 @@ from companion.dialogue import EndOfInput, Expectation, Heard
 from companion.protocol import default_protocol_text
 from companion.schedule import INVITE_VOCABULARY
 from companion.service import Service, make_scheduler
-from companion.store import open_db, utc_now
+from companion.store import log_event, open_db, utc_now
 
 STORY = "I walked by the river with my brother and we talked about our father."
 
@@ -372,3 +373,40 @@ def test_systemd_unit_verifies(tmp_path: Path) -> None:
     bad = subprocess.run([analyze, "verify", str(tmp_path / "typo.service")],
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert "WatchDogSec" in bad.stderr
+
+
+def test_damaged_database_is_refused_with_an_event(tmp_path: Path) -> None:
+    import sqlite3
+
+    from companion.store import DatabaseError
+
+    home = make_home(tmp_path)
+    with time_machine.travel(local(0, 8), tick=False) as traveller:
+        opened = app.open_home(home)
+        log_event(opened.db, "note", "before the damage")
+        opened.db.conn.close()
+        # An index that no longer matches its table: the file opens, integrity_check fails.
+        raw = sqlite3.connect(home / "companion.db", isolation_level=None)
+        raw.execute("PRAGMA writable_schema=ON")
+        raw.execute("UPDATE sqlite_master SET sql = 'CREATE INDEX events_ts ON events(kind)' "
+                    "WHERE name = 'events_ts'")  # fmt: skip
+        raw.close()
+        world = World(home, traveller)
+        with pytest.raises(DatabaseError, match="integrity check failed.*restore a backup"):
+            world.boot()
+        assert world.scheduler.get_jobs() == []  # nothing was scheduled
+    db = open_db(home / "companion.db")
+    assert db.execute("SELECT level FROM events WHERE kind = 'integrity_failed'").fetchone() == (
+        "error",
+    )
+
+
+def test_clock_before_the_build_date_is_not_trusted(tmp_path: Path) -> None:
+    from companion.schedule import BUILD_DATE
+    from companion.service import clock_problem
+
+    home = make_home(tmp_path)
+    db = app.open_home(home).db
+    before = datetime.combine(BUILD_DATE, datetime.min.time(), tzinfo=LONDON) - timedelta(days=1)
+    assert "before the build date" in (clock_problem(db, before) or "")
+    assert clock_problem(db, utc_now() + timedelta(days=1)) is None
