@@ -1,0 +1,121 @@
+"""The Ansible playbooks, run by ansible-core against three local "devices" (separate homes)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.study_data import fill_study, make_home, run_scripted, session_lines
+
+REPO = Path(__file__).resolve().parent.parent
+PLAYBOOKS = REPO / "deploy" / "ansible"
+BIN = Path(sys.executable).parent
+ANSIBLE = BIN / "ansible-playbook"
+
+pytestmark = pytest.mark.skipif(not ANSIBLE.exists(), reason="ansible-core not installed")
+
+
+def playbook(
+    name: str | list[str], inventory: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ANSIBLE_HOME": str(inventory.parent / ".ansible"),
+           "ANSIBLE_NOCOLOR": "1", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+           "ANSIBLE_HOST_KEY_CHECKING": "0", "ANSIBLE_PIPELINING": "1",
+           "PATH": f"{BIN}:{os.environ['PATH']}"}  # fmt: skip
+    return subprocess.run(
+        [str(ANSIBLE), "-i", str(inventory), *extra,
+         *(str(PLAYBOOKS / n) for n in ([name] if isinstance(name, str) else name))],
+        capture_output=True, text=True, timeout=300, env=env, cwd=REPO,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fleet")
+    hosts = {}
+    for n, name in enumerate(["Ada", "Bruno", "Chiara"]):
+        opened = make_home(root / f"dev{n}", f"P{n + 1:03d}", name)
+        fill_study(opened, 2, seed=n, skip=0)
+        for path in opened.home.path.rglob("*"):
+            os.chmod(path, 0o700 if path.is_dir() else 0o600)
+        opened.db.close()
+        hosts[f"pi-{n}"] = {
+            "ansible_connection": "local",
+            "ansible_python_interpreter": sys.executable,
+            "companion_home": str(opened.home.path),
+            "companion_bin": str(BIN / "companion"),
+            "companion_python": sys.executable,
+            "companion_become": False,
+            "companion_service_manage": False,
+            "controller_companion": str(BIN / "companion"),
+            "doctor_skip": ["audio", "service", "models", "network"],
+        }
+    inventory = root / "inventory.json"
+    inventory.write_text(json.dumps({"companions": {"hosts": hosts}}))
+    return root, inventory, hosts
+
+
+def test_all_playbooks_parse(fleet):
+    _, inventory, _ = fleet
+    names = ["provision.yml", "update.yml", "health.yml", "collect.yml", "wipe.yml"]
+    done = playbook(names, inventory, "--syntax-check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for name in names:
+        assert f"playbook: {PLAYBOOKS / name}" in done.stdout
+
+
+@pytest.mark.slow  # about 40 s: ansible-core starts a Python per task and host
+def test_health_collect_and_wipe(fleet):
+    root, inventory, hosts = fleet
+    bad = Path(hosts["pi-1"]["companion_home"]) / "config.toml"
+    os.chmod(bad, 0o644)
+    table = root / "health.txt"
+    done = playbook("health.yml", inventory, "-e", f"health_report={table}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = {line.split()[0]: line.split(None, 2)[1:] for line in table.read_text().splitlines()}
+    assert set(rows) == {"device", "pi-0", "pi-1", "pi-2"}
+    assert rows["pi-1"] == ["FAIL", "permissions"]
+    assert rows["pi-0"][0] == rows["pi-2"][0] == "OK"
+    os.chmod(bad, 0o600)
+
+    collected = root / "collected"
+    wipe = ("-e", f"collect_dir={collected}", "-e", "wipe_confirm=yes")
+    refused = playbook("wipe.yml", inventory, *wipe)
+    assert refused.returncode != 0 and "refusing to wipe" in refused.stdout
+    assert all(Path(h["companion_home"], "companion.db").exists() for h in hosts.values())
+
+    done = playbook("collect.yml", inventory, "-e", f"collect_dir={collected}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    study = sqlite3.connect(collected / "study.db")
+    devices = {r[0] for r in study.execute("SELECT DISTINCT device_id FROM sessions")}
+    expected = 0
+    for h in hosts.values():
+        db = sqlite3.connect(Path(h["companion_home"]) / "companion.db")
+        expected += db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+        db.close()
+        device = (Path(h["companion_home"]) / "device_id").read_text().strip()
+        assert device in devices
+    assert len(devices) == 3
+    assert study.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == expected
+    assert study.execute("SELECT COUNT(DISTINCT participant_id) FROM sessions").fetchone()[0] == 3
+    study.close()
+    assert len(list(collected.glob("*/pi-*/VERIFIED"))) == 3
+
+    # a session after the collect: that device must not be wiped, the others are
+    from companion import app
+
+    late = app.open_home(hosts["pi-0"]["companion_home"])
+    run_scripted(late, session_lines(__import__("random").Random(9)), datetime.now(UTC))
+    late.db.close()
+    done = playbook("wipe.yml", inventory, *wipe)
+    assert done.returncode != 0 and "refusing to wipe pi-0" in done.stdout
+    assert Path(hosts["pi-0"]["companion_home"], "companion.db").exists()
+    assert not Path(hosts["pi-1"]["companion_home"]).exists()
+    assert not Path(hosts["pi-2"]["companion_home"]).exists()
