@@ -1,0 +1,125 @@
+"""Companion speech: pyttsx3 (espeak-ng) renders to WAV, an AudioSink plays it.
+
+Rendering to a file rather than pyttsx3's own `say()` keeps playback behind the
+sink interface (testable without a speaker, loggable, works headless).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from companion.audio import AudioSink, read_wav
+from companion.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+")
+# pyttsx3.init() hands every caller the same engine per driver, so speakers with
+# different voices share it: each render sets its own properties under this lock.
+_ENGINE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class SpeakerSettings:
+    """None means the engine's default."""
+
+    voice: str | None = None  # espeak voice id, name or language ("en-us", "gmw/en-US")
+    rate: int | None = None  # words per minute
+    volume: float | None = None  # 0.0 .. 1.0
+
+
+def split_sentences(text: str, max_chars: int = 200) -> list[str]:
+    """Sentences, with over-long ones cut at commas/spaces so each renders quickly."""
+    out: list[str] = []
+    for sent in _SENTENCE.split(text.strip()):
+        while len(sent) > max_chars:
+            cut = max(sent.rfind(",", 0, max_chars), sent.rfind(" ", 0, max_chars))
+            cut = cut if cut > 0 else max_chars
+            out.append(sent[: cut + 1].strip())
+            sent = sent[cut + 1 :].strip()
+        if sent:
+            out.append(sent)
+    return out
+
+
+class Speaker:
+    """One warm pyttsx3 engine for a whole session."""
+
+    def __init__(self, settings: SpeakerSettings | None = None, sink: AudioSink | None = None):
+        import pyttsx3
+
+        self.settings = settings or SpeakerSettings()
+        self.sink = sink
+        self._engine: Any = pyttsx3.init("espeak")
+        s = self.settings
+        if s.rate is not None and not 50 <= s.rate <= 500:
+            raise ConfigError(f"tts_rate {s.rate}: use 50..500 words per minute")
+        if s.volume is not None and not 0.0 <= s.volume <= 1.0:
+            raise ConfigError(f"tts_volume {s.volume}: use 0.0..1.0")
+        self._props = {
+            "voice": self._voice_id(s.voice or "en-us"),
+            "rate": s.rate if s.rate is not None else 170,
+            "volume": s.volume if s.volume is not None else 1.0,
+        }
+        self._tmp = tempfile.TemporaryDirectory(prefix="companion-tts-")
+        self._player = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tts-play")
+
+    def _voice_id(self, wanted: str) -> str:
+        low = wanted.lower()
+        for v in self._engine.getProperty("voices"):
+            langs = [str(lang).lower() for lang in (v.languages or [])]
+            if low in (str(v.id).lower(), str(v.name).lower()) or low in langs:
+                return str(v.id)
+        raise ConfigError(f"tts_voice {wanted!r}: no such espeak-ng voice (see espeak-ng --voices)")
+
+    def render_wav(self, text: str, path: str | Path) -> Path:
+        """Synthesise `text` into a WAV file (espeak-ng's rate, mono int16)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _ENGINE_LOCK, contextlib.redirect_stdout(io.StringIO()):  # the driver print()s
+            for key, value in self._props.items():
+                self._engine.setProperty(key, value)
+            self._engine.save_to_file(text, str(path))
+            self._engine.runAndWait()
+        if not path.exists() or path.stat().st_size <= 44:
+            raise RuntimeError(f"espeak-ng produced no audio for {text[:40]!r}")
+        return path
+
+    def render_pcm(self, text: str) -> tuple[bytes, int]:
+        path = Path(self._tmp.name) / "utt.wav"
+        self.render_wav(text, path)
+        return read_wav(path)
+
+    def speak(self, text: str) -> float:
+        """Render sentence by sentence and play each while the next renders.
+
+        Returns the seconds of audio played. Needs a sink.
+        """
+        if self.sink is None:
+            raise RuntimeError("Speaker has no sink to play to")
+        played = 0.0
+        pending: Future[None] | None = None
+        for sentence in split_sentences(text):
+            pcm, rate = self.render_pcm(sentence)
+            if pending is not None:
+                pending.result()  # keep order; surfaces sink errors
+            pending = self._player.submit(self.sink.play, pcm, rate)
+            played += len(pcm) / 2 / rate
+        if pending is not None:
+            pending.result()
+        return played
+
+    def close(self) -> None:
+        self._player.shutdown(wait=True)
+        with contextlib.suppress(Exception):
+            self._engine.stop()
+        self._tmp.cleanup()

@@ -1,0 +1,122 @@
+"""Turn-taking: when did the participant start, and when are they done?
+
+Pure logic over a stream of (frame, is_speech) decisions from a VAD. Time is
+counted in audio, not wall clock, so the same frames always give the same events.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class TurnConfig:
+    """None means the default."""
+
+    frame_ms: int | None = None  # 10, 20 or 30 (webrtcvad's frame sizes)
+    end_silence_s: float | None = None  # trailing silence that ends a turn
+    no_speech_timeout_s: float | None = None  # give up if nobody starts talking
+    max_turn_s: float | None = None  # cap on one turn, measured from speech start
+    onset_window_ms: int | None = None  # look-back window for speech onset
+    onset_speech_ms: int | None = None  # voiced ms needed in that window to start
+
+    def resolved(self) -> ResolvedTurnConfig:
+        frame_ms = self.frame_ms or 30
+        if frame_ms not in (10, 20, 30):
+            raise ValueError(f"frame_ms must be 10, 20 or 30, not {frame_ms}")
+        return ResolvedTurnConfig(
+            frame_ms=frame_ms,
+            end_silence_s=self.end_silence_s if self.end_silence_s is not None else 0.8,
+            no_speech_timeout_s=(
+                self.no_speech_timeout_s if self.no_speech_timeout_s is not None else 8.0
+            ),
+            max_turn_s=self.max_turn_s if self.max_turn_s is not None else 120.0,
+            onset_window_ms=self.onset_window_ms or 300,
+            onset_speech_ms=self.onset_speech_ms or 120,
+        )
+
+
+@dataclass(frozen=True)
+class ResolvedTurnConfig:
+    frame_ms: int
+    end_silence_s: float
+    no_speech_timeout_s: float
+    max_turn_s: float
+    onset_window_ms: int
+    onset_speech_ms: int
+
+
+@dataclass(frozen=True)
+class SpeechStarted:
+    at_s: float  # audio time of the first voiced frame of the onset window
+
+
+@dataclass(frozen=True)
+class TurnEnded:
+    start_s: float
+    end_s: float  # end of the last voiced frame
+    reason: Literal["silence", "max_length"]
+
+
+@dataclass(frozen=True)
+class NoSpeech:
+    at_s: float
+
+
+TurnEvent = SpeechStarted | TurnEnded | NoSpeech
+
+
+class TurnDetector:
+    """Feed one VAD decision per frame; get at most one event back per frame.
+
+    After TurnEnded or NoSpeech the detector is finished; make a new one per turn.
+    """
+
+    def __init__(self, config: TurnConfig | None = None) -> None:
+        self.config = (config or TurnConfig()).resolved()
+        c = self.config
+        self._frame_s = c.frame_ms / 1000.0
+        self._window: deque[bool] = deque(maxlen=max(1, c.onset_window_ms // c.frame_ms))
+        self._onset_frames = max(1, c.onset_speech_ms // c.frame_ms)
+        self._n = 0
+        self.started_at: float | None = None
+        self._last_voiced_end = 0.0
+        self.done = False
+
+    @property
+    def now_s(self) -> float:
+        return self._n * self._frame_s
+
+    @property
+    def in_speech(self) -> bool:
+        return self.started_at is not None and not self.done
+
+    def feed(self, is_speech: bool) -> TurnEvent | None:
+        if self.done:
+            raise RuntimeError("turn already finished; make a new TurnDetector")
+        c = self.config
+        frame_start = self.now_s
+        self._n += 1
+        now = self.now_s
+        if self.started_at is None:
+            self._window.append(is_speech)
+            if sum(self._window) >= self._onset_frames:
+                first = len(self._window) - 1 - list(self._window).index(True)
+                self.started_at = max(0.0, frame_start - first * self._frame_s)
+                self._last_voiced_end = now
+                return SpeechStarted(self.started_at)
+            if now >= c.no_speech_timeout_s:
+                self.done = True
+                return NoSpeech(now)
+            return None
+        if is_speech:
+            self._last_voiced_end = now
+        if now - self.started_at >= c.max_turn_s:
+            self.done = True
+            return TurnEnded(self.started_at, now, "max_length")
+        if now - self._last_voiced_end >= c.end_silence_s:
+            self.done = True
+            return TurnEnded(self.started_at, self._last_voiced_end, "silence")
+        return None

@@ -1,0 +1,333 @@
+"""Voice channels: the dialogue.Channel over microphone/speaker, WAV replays or a
+synthesised participant. Turn-taking is VAD + turns.TurnDetector; recognition is
+listen.* in grammar mode for answers and free mode for stories.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from companion.audio import (
+    AudioSink,
+    AudioSource,
+    DeviceError,
+    MicrophoneSource,
+    SpeakerSink,
+    WavSource,
+    resample,
+    write_wav,
+)
+from companion.dialogue import EndOfInput, Expectation, Heard
+from companion.errors import ConfigError
+from companion.listen import RecognizerFactory, pick_backend
+from companion.speak import Speaker, SpeakerSettings
+from companion.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, TurnEnded
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class VoiceSettings:
+    """None means the default."""
+
+    asr_backend: str | None = None  # "auto" | "vosk" | "pocketsphinx"
+    vosk_model_dir: str | None = None
+    input_device: str | None = None
+    output_device: str | None = None
+    tts_voice: str | None = None
+    tts_rate: int | None = None
+    tts_volume: float | None = None
+    end_silence_s: float | None = None  # default 0.8
+    no_speech_timeout_s: float | None = None  # default 8
+    max_story_s: float | None = None  # default 180
+    max_answer_s: float | None = None  # default 15
+    vad_aggressiveness: int | None = None  # webrtcvad 0..3, default 2
+    frame_ms: int | None = None  # 10 | 20 | 30, default 30
+    keep_audio: bool = False  # save participant turns as 0600 WAVs
+
+    def turn_config(self, expect: Expectation) -> TurnConfig:
+        if expect.kind == "story":
+            cap = self.max_story_s if self.max_story_s is not None else 180.0
+        else:
+            cap = self.max_answer_s if self.max_answer_s is not None else 15.0
+        if expect.max_seconds is not None:
+            cap = min(cap, expect.max_seconds)
+        return TurnConfig(
+            frame_ms=self.frame_ms,
+            end_silence_s=self.end_silence_s,
+            no_speech_timeout_s=self.no_speech_timeout_s,
+            max_turn_s=cap,
+        )
+
+    def speaker_settings(self) -> SpeakerSettings:
+        return SpeakerSettings(self.tts_voice, self.tts_rate, self.tts_volume)
+
+    def vad_level(self) -> int:
+        level = 2 if self.vad_aggressiveness is None else self.vad_aggressiveness
+        if level not in (0, 1, 2, 3):
+            raise ConfigError(f"vad_aggressiveness {level}: use 0, 1, 2 or 3")
+        return level
+
+
+class VoiceChannel:
+    """dialogue.Channel over an AudioSource and an AudioSink.
+
+    The microphone is muted while the companion speaks, so it never hears itself.
+    Device errors are retried `retries` times with exponential backoff, then the
+    participant is treated as gone (EndOfInput).
+    """
+
+    mode = "voice"
+
+    def __init__(
+        self,
+        settings: VoiceSettings,
+        source: AudioSource,
+        sink: AudioSink,
+        *,
+        recognizers: RecognizerFactory | None = None,
+        speaker: Speaker | None = None,
+        audio_dir: str | Path | None = None,
+        clock: Callable[[], datetime] = datetime.now,
+        retries: int = 3,
+        backoff_s: float = 0.5,
+        stall_s: float = 3.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        import webrtcvad
+
+        self.settings = settings
+        self.source = source
+        self.sink = sink
+        self.recognizers = recognizers or pick_backend(
+            settings.asr_backend or "auto", settings.vosk_model_dir
+        )
+        self.speaker = speaker or Speaker(settings.speaker_settings(), sink)
+        if self.speaker.sink is None:
+            self.speaker.sink = sink
+        if settings.keep_audio and audio_dir is None:
+            raise ConfigError("keep_audio is on but no audio dir was given")
+        self.audio_dir = Path(audio_dir) if audio_dir is not None else None
+        self._vad = webrtcvad.Vad(settings.vad_level())
+        self._clock = clock
+        self._retries, self._backoff_s, self._stall_s, self._sleep = retries, backoff_s, stall_s, sleep
+        self._turns = 0
+        self._closed = False
+        self._started = False
+        self.last_transcript: object = None  # listen.Transcript of the last turn, for logs
+
+    # --- devices ------------------------------------------------------------------
+
+    def _recover(self, exc: Exception) -> None:
+        log.warning("audio input problem: %s", exc)
+        for attempt in range(self._retries):
+            self._sleep(self._backoff_s * 2**attempt)
+            try:
+                self.source.close()
+                self.source.start()
+                log.info("audio input reopened after %d attempt(s)", attempt + 1)
+                return
+            except DeviceError as again:
+                log.warning("reopening audio input failed (%d/%d): %s", attempt + 1, self._retries, again)
+        raise EndOfInput(f"audio input lost: {exc}")
+
+    def _ensure_started(self) -> None:
+        if not self._started:
+            try:
+                self.source.start()
+            except DeviceError as exc:
+                self._recover(exc)
+            self._started = True
+
+    def _read(self, frame_s: float) -> bytes:
+        waited = 0.0
+        while True:
+            try:
+                frame = self.source.read(timeout=frame_s * 10)
+            except DeviceError as exc:
+                self._recover(exc)
+                continue
+            if frame is not None:
+                return frame
+            waited += frame_s * 10
+            if waited >= self._stall_s:
+                self._recover(DeviceError(f"no audio for {waited:.1f} s"))
+                waited = 0.0
+
+    # --- Channel ------------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        self.source.set_muted(True)
+        try:
+            for attempt in range(self._retries + 1):
+                try:
+                    self.speaker.speak(text)
+                    return
+                except DeviceError as exc:
+                    if attempt == self._retries:
+                        raise EndOfInput(f"audio output lost: {exc}") from exc
+                    log.warning("audio output problem (%d/%d): %s", attempt + 1, self._retries, exc)
+                    self._sleep(self._backoff_s * 2**attempt)
+        finally:
+            self.source.set_muted(False)
+
+    def listen(self, expect: Expectation) -> Heard:
+        if self._closed:
+            raise EndOfInput("voice channel is closed")
+        self._ensure_started()
+        detector = TurnDetector(self.settings.turn_config(expect))
+        frame_s = detector.config.frame_ms / 1000.0
+        mode = "grammar" if expect.kind == "answer" else "free"
+        recognizer = self.recognizers.create(mode, expect.vocabulary)
+        t0 = self._clock()
+        preroll: deque[bytes] = deque(maxlen=max(1, int(0.5 / frame_s)))
+        turn_pcm: list[bytes] = []
+        while True:
+            frame = self._read(frame_s)
+            event = detector.feed(self._vad.is_speech(frame, 16000))
+            if detector.started_at is None:
+                preroll.append(frame)
+            if isinstance(event, NoSpeech):
+                at = t0 + timedelta(seconds=event.at_s)
+                self.last_transcript = None
+                return Heard("", at, at, None, None)
+            if isinstance(event, SpeechStarted):
+                # Feed audio from a little before the onset: VAD fires after the first phone.
+                turn_pcm.extend(preroll)
+                for chunk in preroll:
+                    recognizer.accept(chunk)
+                continue
+            if detector.started_at is not None:
+                turn_pcm.append(frame)
+                recognizer.accept(frame)
+            if isinstance(event, TurnEnded):
+                transcript = recognizer.final()
+                self.last_transcript = transcript
+                self._turns += 1
+                audio_path = self._keep(b"".join(turn_pcm), t0)
+                return Heard(
+                    transcript.text,
+                    t0 + timedelta(seconds=event.start_s),
+                    t0 + timedelta(seconds=event.end_s),
+                    transcript.confidence,
+                    audio_path,
+                )
+
+    def _keep(self, pcm: bytes, t0: datetime) -> str | None:
+        if not self.settings.keep_audio or self.audio_dir is None:
+            return None
+        self.audio_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = self.audio_dir / f"turn-{t0:%Y%m%d-%H%M%S}-{self._turns:03d}.wav"
+        write_wav(path, pcm, mode=0o600)
+        return str(path)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.source.close()
+        self.sink.close()
+        self.speaker.close()
+
+
+def open_voice_channel(settings: VoiceSettings, audio_dir: str | Path | None = None) -> VoiceChannel:
+    """Microphone + speaker channel for a live session."""
+    frame_ms = settings.frame_ms or 30
+    return VoiceChannel(
+        settings,
+        MicrophoneSource(settings.input_device, frame_ms),
+        SpeakerSink(settings.output_device),
+        audio_dir=audio_dir,
+    )
+
+
+class _NullSink:
+    def play(self, pcm: bytes, sample_rate: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class ReplayChannel(VoiceChannel):
+    """Participant turns from the WAV files in a directory (sorted by name), one per listen().
+
+    Companion prompts are rendered to `sink` (default: discarded). When the files run
+    out the participant is gone (EndOfInput).
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        settings: VoiceSettings,
+        sink: AudioSink | None = None,
+        **kwargs: object,
+    ) -> None:
+        directory = Path(directory)
+        self.files = sorted(directory.glob("*.wav"))
+        if not directory.is_dir() or not self.files:
+            raise ConfigError(f"{directory}: no .wav files to replay")
+        frame_ms = settings.frame_ms or 30
+        super().__init__(settings, WavSource([], frame_ms), sink or _NullSink(), **kwargs)  # type: ignore[arg-type]
+        self._next = 0
+
+    def listen(self, expect: Expectation) -> Heard:
+        if self._next >= len(self.files):
+            raise EndOfInput("replay: no more recorded turns")
+        self.source.close()
+        self.source = WavSource(self.files[self._next], self.settings.frame_ms or 30)
+        self._next += 1
+        self._started = False
+        return super().listen(expect)
+
+
+AnswerFn = Callable[[str, Expectation], "str | None"]
+
+
+class SynthesizedParticipantChannel(VoiceChannel):
+    """A simulated participant who talks: their text answers are spoken by espeak-ng
+    and go through the real VAD and recognizer. Returns what was recognised.
+    """
+
+    def __init__(
+        self,
+        answer_fn: AnswerFn,
+        settings: VoiceSettings,
+        sink: AudioSink | None = None,
+        *,
+        participant_voice: SpeakerSettings | None = None,
+        **kwargs: object,
+    ) -> None:
+        frame_ms = settings.frame_ms or 30
+        super().__init__(settings, WavSource([], frame_ms), sink or _NullSink(), **kwargs)  # type: ignore[arg-type]
+        self._answer_fn = answer_fn
+        self._voice = Speaker(participant_voice or SpeakerSettings(voice="en-us", rate=150))
+        self.last_prompt = ""
+        self.spoken: list[tuple[str, str]] = []  # (what they said, what was recognised)
+
+    def say(self, text: str) -> None:
+        self.last_prompt = text
+        super().say(text)
+
+    def listen(self, expect: Expectation) -> Heard:
+        answer = self._answer_fn(self.last_prompt, expect)
+        if answer is None:
+            raise EndOfInput("simulated participant left")
+        assert isinstance(self.source, WavSource)
+        if answer.strip():
+            pcm, rate = self._voice.render_pcm(answer)
+            lead = b"\0" * int(0.3 * 16000) * 2  # a breath before answering
+            self.source.feed(lead + resample(pcm, rate))
+        heard = super().listen(expect)
+        self.spoken.append((answer, heard.text))
+        return heard
+
+    def close(self) -> None:
+        super().close()
+        self._voice.close()
