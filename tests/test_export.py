@@ -156,3 +156,21 @@ def test_device_id_is_stable_and_private(tmp_path):
 def test_codebook_refuses_undocumented_columns():
     with pytest.raises(KeyError, match="sessions.mystery"):
         codebook.build_codebook({"sessions": ["id", "mystery"]}, [])
+
+
+def test_browse_metadata_and_missing_datasette(study, tmp_path):
+    import importlib.util
+
+    _, piped, _ = study
+    meta = codebook.datasette_metadata({"sessions": ["id", "status", "device_id"]})
+    described = meta["databases"]["*"]["tables"]["sessions"]["columns"]
+    assert "completed" in described["status"] and "Device" in described["device_id"]
+    if importlib.util.find_spec("datasette") is None:
+        done = run_cli("browse", "--home", str(piped.home.path))
+        assert done.returncode == 2
+        assert done.stderr.count("\n") == 1 and "pip install 'companion[browse]'" in done.stderr
+    else:
+        argv, path = codebook.browse_command(piped.home.db_path, 8123)
+        path.unlink()
+        assert argv[1:4] == ["serve", "-i", str(piped.home.db_path)]
+        assert "127.0.0.1" in argv
