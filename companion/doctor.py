@@ -125,26 +125,34 @@ def check_models(home: Home, config: Config) -> list[Finding]:
             out.append(Finding("encoder-model", "fail", str(exc)))
         except (ImportError, AttributeError, ValueError) as exc:
             out.append(Finding("encoder-model", "warn", f"encoder not available ({exc})"))
-    backend = config.voice.asr_backend or "vosk"
-    if backend != "vosk":
-        ok = importlib.util.find_spec(backend) is not None
-        out.append(Finding("asr-model", "ok" if ok else "fail", f"{backend} importable: {ok}"))
-        return out
-    folder = _vosk_dir(home, config)
-    if folder is None:
-        out.append(Finding("asr-model", "warn", "no vosk model installed; text mode only "
-                           "(companion models install-asr)"))  # fmt: skip
-    elif not folder.is_dir() or not any(folder.iterdir()):
-        out.append(Finding("asr-model", "fail", f"{folder} missing or empty; reinstall the model"))
-    else:
-        out.append(Finding("asr-model", "ok", f"vosk model at {folder}"))
+    out.append(_asr_finding(home, config))
     return out
+
+
+def _asr_finding(home: Home, config: Config) -> Finding:
+    # Mirrors listen.pick_backend: vosk when a model is installed, else pocketsphinx (English).
+    backend = config.voice.asr_backend or "auto"
+    sphinx = importlib.util.find_spec("pocketsphinx") is not None
+    if backend == "pocketsphinx":
+        return Finding(
+            "asr-model", "ok" if sphinx else "fail", f"pocketsphinx importable: {sphinx}"
+        )
+    folder = _vosk_dir(home, config)
+    if folder is not None and (folder / "am").is_dir():
+        return Finding("asr-model", "ok", f"vosk model at {folder}")
+    if folder is not None and config.voice.vosk_model_dir:
+        return Finding("asr-model", "fail", f"{folder}: no vosk model there (no am/); reinstall it")
+    if backend == "vosk" or not sphinx:
+        return Finding("asr-model", "fail", "no vosk model installed; companion models install-asr")
+    return Finding("asr-model", "warn", "no vosk model: pocketsphinx (English) will be used")
 
 
 def _vosk_dir(home: Home, config: Config) -> Path | None:
     if config.voice.vosk_model_dir:
         path = Path(config.voice.vosk_model_dir).expanduser()
         return path if path.is_absolute() else home.path / path
+    if os.environ.get("COMPANION_VOSK_MODEL"):
+        return Path(os.environ["COMPANION_VOSK_MODEL"])
     try:
         module = importlib.import_module("companion.asr_models")
     except ImportError:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,8 +44,8 @@ def device(tmp_path) -> Home:
     sidecar = {"sha256": hashlib.sha256(model.read_bytes()).hexdigest()}
     (models / "companion-empathy-1.onnx.json").write_text(json.dumps(sidecar))
     vosk = models / "vosk-model-small"
-    vosk.mkdir(mode=0o700)
-    (vosk / "README").write_text("model")
+    (vosk / "am").mkdir(parents=True)
+    (vosk / "am" / "final.mdl").write_bytes(os.urandom(512))
     config = Config(participant_id="P7", participant_name="Ada", protocol="protocol.toml",
                     model="models/companion-empathy-1.onnx",
                     voice=VoiceConfig(vosk_model_dir="models/vosk-model-small"))  # fmt: skip
@@ -74,9 +75,9 @@ def test_missing_and_corrupt_models(device):
     model.unlink()
     (finding,) = [f for f in run_checks(device, probes=HEALTHY) if f.check == "encoder-model"]
     assert finding.status == "fail" and "missing" in finding.detail
-    for path in (device.path / "models" / "vosk-model-small").iterdir():
-        path.unlink()
-    assert by_check(run_checks(device, probes=HEALTHY))["asr-model"] == "fail"
+    shutil.rmtree(device.path / "models" / "vosk-model-small" / "am")
+    (finding,) = [f for f in run_checks(device, probes=HEALTHY) if f.check == "asr-model"]
+    assert finding.status == "fail" and "no am/" in finding.detail
 
 
 def test_bad_permissions(device):
