@@ -8,7 +8,7 @@ import os
 import re
 import shutil
 import socket
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -36,7 +36,7 @@ def device(tmp_path) -> Home:
     import random
 
     opened = make_home(tmp_path / "home", "P7", "Ada")
-    run_scripted(opened, session_lines(random.Random(1)), datetime.now(UTC))
+    run_scripted(opened, session_lines(random.Random(1)), datetime.now(UTC) - timedelta(hours=2))
     models = opened.home.path / "models"
     models.mkdir(mode=0o700)
     model = models / "companion-empathy-1.onnx"
