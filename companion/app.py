@@ -12,7 +12,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
@@ -20,12 +20,12 @@ import sqlite_utils
 
 from companion.config import Config, Home, load_config, resolve_home, write_config
 from companion.dialogue import Channel
-from companion.errors import SessionBusyError
+from companion.errors import CompanionError, SessionBusyError
 from companion.match import LexicalMatcher
 from companion.protocol import Protocol, load_protocol
-from companion.session import Participant, SessionResult, StoryChooser, Understand, run_session
+from companion.session import Participant, SessionResult, StoryChooser, run_session
 from companion.simulate import SimulatedChannel, SimulatedParticipant
-from companion.store import ensure_participant, open_db
+from companion.store import ensure_participant, log_event, open_db
 from companion.stories import ensure_bank
 
 log = logging.getLogger(__name__)
@@ -37,6 +37,8 @@ class Opened:
     config: Config
     protocol: Protocol
     db: sqlite_utils.Database
+    # Heavy objects built once per process (the model), keyed by name.
+    cache: dict[str, object] = field(default_factory=dict)
 
 
 def open_home(home: str | Path | None, *, participant_id: str | None = None) -> Opened:
@@ -70,9 +72,44 @@ def session_lock(home: Home) -> Iterator[None]:
         os.close(fd)
 
 
-def story_chooser(opened: Opened) -> tuple[StoryChooser, Understand | None]:
-    """The matcher and emotion understanding for this home's config."""
-    return StoryChooser(LexicalMatcher()), None
+def story_chooser(opened: Opened) -> StoryChooser:
+    """The on-device model's empathic chooser; the lexical one if the model cannot load.
+
+    A participant is never left without a session because of a model problem: the
+    fallback is logged as a warning event for the researchers and `companion doctor`.
+    """
+    if "chooser" in opened.cache:
+        return opened.cache["chooser"]  # type: ignore[return-value]
+    chooser: StoryChooser
+    try:
+        from companion.empathy import EmpathicChooser
+        from companion.encode import Encoder
+        from companion.similarity import ScoreWeights
+
+        model = Path(opened.config.model).expanduser() if opened.config.model else None
+        encoder = Encoder.load(model)
+        weights = ScoreWeights(opened.protocol.semantic_weight, opened.protocol.emotion_weight)
+        chooser = EmpathicChooser(encoder, weights)
+    except CompanionError as exc:
+        log_event(opened.db, "model_unavailable", str(exc), level="warning")
+        chooser = StoryChooser(LexicalMatcher())
+    opened.cache["chooser"] = chooser
+    return chooser
+
+
+def prepare_bank(opened: Opened) -> int:
+    """Encode the story bank now (at init or service start), not during a participant's session.
+
+    Returns how many stories the model has encodings for (0 with the lexical fallback).
+    """
+    chooser = story_chooser(opened)
+    from companion.empathy import EmpathicChooser, bank_encodings
+    from companion.stories import load_stories
+
+    if not isinstance(chooser, EmpathicChooser):
+        return 0
+    stories = load_stories(opened.db)
+    return len(bank_encodings(opened.db, chooser.encoder, stories)[0]) if stories else 0
 
 
 def participant_of(opened: Opened) -> Participant:
@@ -81,12 +118,11 @@ def participant_of(opened: Opened) -> Participant:
 
 
 def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> SessionResult:
-    chooser, understand = story_chooser(opened)
+    chooser = story_chooser(opened)
     with session_lock(opened.home):
         return run_session(
-            opened.db, opened.protocol, channel, participant_of(opened), chooser,
-            understand=understand, kind=kind,
-        )  # fmt: skip
+            opened.db, opened.protocol, channel, participant_of(opened), chooser, kind=kind
+        )
 
 
 @dataclass(frozen=True)

@@ -331,6 +331,29 @@ def model_eval(csv_path: str, model_path: str | None) -> None:
     click.echo(json.dumps(evaluate_emotions(encoder, Path(csv_path))))
 
 
+@model.command("replay")
+@home_option
+@click.option("--participant", "participant_id", help="Participant id (default: from config.toml).")
+def model_replay(home, participant_id) -> None:
+    """Recompute a participant's preference model from the logged ratings; report differences.
+
+    Exits 1 if the stored model differs from the replayed one.
+    """
+    from companion import app
+    from companion.empathy import replay_participant
+
+    opened = app.open_home(home, participant_id=participant_id)
+    report = replay_participant(opened.db, opened.config.participant_id)
+    click.echo(
+        f"participant {report.participant_id}: {report.ratings} ratings replayed, "
+        f"max difference {report.max_difference:g}, "
+        f"{report.rating_mismatches} ratings changed since learned: "
+        + ("identical" if report.identical else "DIFFERENT")
+    )
+    if not report.identical:
+        sys.exit(1)
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)

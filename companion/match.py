@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from companion.stories import Story
 
@@ -22,7 +22,7 @@ from companion.stories import Story
 class Ranked:
     story: Story
     score: float
-    components: Mapping[str, float] = field(default_factory=dict)
+    components: Mapping[str, Any] = field(default_factory=dict)  # JSON-able, logged
 
 
 class Matcher(Protocol):
@@ -38,7 +38,7 @@ class Exposure:
     condition: str  # "matched" or "random": what the participant actually got
     score: float
     rank: int  # 1-based rank of the chosen story in the matcher's ranking
-    components: Mapping[str, float]
+    components: Mapping[str, Any]
 
 
 _WORD = re.compile(r"[a-z']+")

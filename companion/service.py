@@ -295,9 +295,9 @@ class Service:
             return "error", None
 
     def run_session(self, channel: Channel) -> int:
-        chooser, understand = story_chooser(self.opened)
+        chooser = story_chooser(self.opened)
         result = run_session(self.db, self.opened.protocol, channel, self.participant, chooser,
-                             understand=understand, clock=self.clock)  # fmt: skip
+                             clock=self.clock)  # fmt: skip
         return result.session_id
 
     def manual_session(self) -> None:

@@ -27,7 +27,6 @@ from companion.stories import heard_story_ids, load_stories
 
 log = logging.getLogger(__name__)
 
-Understand = Callable[[str], Mapping[str, float] | None]
 Clock = Callable[[], datetime]
 
 
@@ -53,10 +52,19 @@ class SessionResult:
 
 
 class StoryChooser:
-    """Binds the matcher to the condition; a separate object so the model can swap in."""
+    """Chooses the story under the session's condition; the model's chooser subclasses it
+    to understand emotions and to learn from ratings."""
 
     def __init__(self, matcher: Matcher) -> None:
         self.matcher = matcher
+
+    def understand(self, text: str) -> Mapping[str, float] | None:
+        """Emotion probabilities of what the participant said; None if unknown."""
+        return None
+
+    def learn(self, db: sqlite_utils.Database, participant_id: str, session_id: int) -> object:
+        """Called once the post-story ratings of a session are stored."""
+        return None
 
     def choose(
         self, db: sqlite_utils.Database, participant: Participant, condition: str,
@@ -100,11 +108,10 @@ class SessionRun:
 
     def __init__(
         self, db: sqlite_utils.Database, protocol: Protocol, channel: Channel,
-        participant: Participant, chooser: StoryChooser, understand: Understand | None,
-        clock: Clock, kind: str,
+        participant: Participant, chooser: StoryChooser, clock: Clock, kind: str,
     ) -> None:  # fmt: skip
         self.db, self.protocol, self.channel = db, protocol, channel
-        self.participant, self.chooser, self.understand = participant, chooser, understand
+        self.participant, self.chooser = participant, chooser
         self.clock, self.kind = clock, kind
         self.seq = 0
         self.used_phrases: set[str] = set()
@@ -215,7 +222,7 @@ class SessionRun:
                 self.ask(instrument, item)
 
     def acknowledge(self, text: str) -> str:
-        emotions = self.understand(text) if self.understand else None
+        emotions = self.chooser.understand(text)
         return acknowledgement(emotions, self.used_phrases, self.rng)
 
     def story_sharing(self) -> str:
@@ -291,6 +298,7 @@ class SessionRun:
         if self.story_reading(story) and self.protocol.instruments_for("post_story", self.kind):
             self.say(self.prompt("instruments_intro"), "instruments_intro")
             self.instruments("post_story")
+            self.chooser.learn(self.db, self.participant.id, self.session_id)
         self.instruments("closing")
         self.say(self.prompt("closing"), "closing")
         self.say(self.prompt("goodbye"), "goodbye")
@@ -314,13 +322,12 @@ def run_session(
     participant: Participant,
     chooser: StoryChooser,
     *,
-    understand: Understand | None = None,
     clock: Clock = utc_now,
     kind: str | None = None,
 ) -> SessionResult:
     """Run one session to its end. EOF or Ctrl-C end it as interrupted, answers kept."""
     ensure_participant(db, participant.id, participant.name, participant.timezone)
-    run = SessionRun(db, protocol, channel, participant, chooser, understand, clock,
+    run = SessionRun(db, protocol, channel, participant, chooser, clock,
                      session_kind(db, participant.id, kind))  # fmt: skip
     run.start()
     status, reason = "completed", None

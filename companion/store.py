@@ -137,10 +137,35 @@ def _v2_details(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX events_ts ON events(ts)")
 
 
+def _v3_model(db: sqlite_utils.Database) -> None:
+    # The on-device model: bank encodings cached per model version, per-participant
+    # preference models, and the rating each exposure taught the model (for exact replay).
+    db.execute(
+        """CREATE TABLE story_embeddings (
+            story_id TEXT NOT NULL REFERENCES stories(id),
+            model_version TEXT NOT NULL,
+            embedding BLOB NOT NULL,
+            emotions BLOB NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (story_id, model_version)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE participant_models (
+            participant_id TEXT PRIMARY KEY REFERENCES participants(id),
+            state TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            updated_at TEXT NOT NULL
+        )"""
+    )
+    db.execute("ALTER TABLE story_exposures ADD COLUMN learned_rating REAL")
+
+
 # (version, description, function). Append only; never edit a released migration.
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite_utils.Database], None]]] = [
     (1, "core study tables", _v1_core),
     (2, "free-text answers, answer status, audio paths, match components, indexes", _v2_details),
+    (3, "model: story embeddings, participant preference models, learned ratings", _v3_model),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

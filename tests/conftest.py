@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -30,12 +31,31 @@ def run_cli(*args: str, input: str | None = None, home: Path | None = None,
     )  # fmt: skip
 
 
+TEST_CONFIG = Config(participant_id="P042", participant_name="Robin", timezone="Europe/London")
+
+
+@pytest.fixture(scope="session")
+def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated database with the story bank already encoded by the real model.
+
+    Encoding the bank takes seconds; each test copies this file instead of redoing it.
+    """
+    path = tmp_path_factory.mktemp("template") / "home"
+    write_config(Home(path), TEST_CONFIG)
+    opened = app.open_home(path)
+    assert app.prepare_bank(opened) >= 60
+    opened.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    opened.db.close()
+    return path / "companion.db"
+
+
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    """A fresh home with a known participant."""
+def home(tmp_path: Path, template_db: Path) -> Path:
+    """A fresh home with a known participant (and the bank pre-encoded)."""
     path = tmp_path / "home"
-    write_config(Home(path), Config(participant_id="P042", participant_name="Robin",
-                                     timezone="Europe/London"))  # fmt: skip
+    write_config(Home(path), TEST_CONFIG)
+    shutil.copy(template_db, path / "companion.db")
+    os.chmod(path / "companion.db", 0o600)
     return path
 
 

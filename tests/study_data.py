@@ -85,9 +85,9 @@ def run_scripted(opened: app.Opened, lines: list[str], at: datetime) -> str:
     """One real session through the text channel; returns its status."""
     clock = ticking(at)
     channel = TextChannel(io.StringIO("".join(f"{x}\n" for x in lines)), io.StringIO(), clock=clock)
-    chooser, understand = app.story_chooser(opened)
+    chooser = app.story_chooser(opened)
     result = run_session(opened.db, opened.protocol, channel, app.participant_of(opened), chooser,
-                         understand=understand, clock=clock)  # fmt: skip
+                         clock=clock)  # fmt: skip
     return result.status
 
 

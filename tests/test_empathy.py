@@ -1,0 +1,112 @@
+"""Empathic matching in real sessions: the real ONNX model, real SQLite, exact replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from companion import app
+from companion.empathy import EmpathicChooser, replay_participant
+from companion.store import open_db
+from tests.conftest import run_cli, run_text_session
+from tests.test_session import SCRIPT
+
+SAD_STORY = [
+    "four",
+    "two",
+    "My old dog Biscuit died on Sunday. He was fourteen and I had him since I was a student.",
+    "The house is so quiet now. I keep expecting to hear him at the door when I come home.",
+    "That's all.",
+    *["five", "4", "five", "4", "five", "5", "4"],
+    "three",
+]
+
+
+def test_session_uses_the_model_and_logs_components(home: Path) -> None:
+    result, output, db = run_text_session(home, SAD_STORY)
+    assert result.status == "completed"
+    assert isinstance(app.story_chooser(app.open_home(home)), EmpathicChooser)
+    row = db.execute(
+        "SELECT condition, match_score, rank, components, learned_rating FROM story_exposures"
+    ).fetchone()
+    condition, match_score, rank, components, learned = row
+    parts = json.loads(components)
+    assert condition == "matched" and rank == 1
+    assert {"semantic", "emotion", "features", "query_emotion", "model_version"} <= set(parts)
+    assert 0.0 < parts["emotion"] <= 1.0 and -1.0 <= parts["semantic"] <= 1.0
+    assert abs(match_score - (0.6 * parts["semantic"] + 0.4 * parts["emotion"])) < 1e-4
+    # the participant's grief is recognised and acknowledged by name
+    assert parts["query_emotion"] in {"sad", "devastated", "lonely", "nostalgic"}
+    assert any(word in output for word in ("sad", "heartbroken", "lonely", "nostalgic"))
+    # the model learned from the mean post-story rating (5, 4, 5, 4, 5, 5, 4)
+    assert learned == np.mean([5, 4, 5, 4, 5, 5, 4])
+    assert db.execute("SELECT n FROM participant_models").fetchone() == (1,)
+
+
+def test_sad_story_is_matched_to_a_sad_story(home: Path) -> None:
+    result, _, db = run_text_session(home, SAD_STORY)
+    emotion = db.execute(
+        "SELECT s.emotion FROM story_exposures e JOIN stories s ON s.id = e.story_id"
+    ).fetchone()[0]
+    assert emotion in {"sad", "devastated", "lonely", "nostalgic", "sentimental", "disappointed"}
+
+
+def test_bank_encodings_are_cached_and_recomputed_for_a_new_model(home: Path) -> None:
+    run_text_session(home, SAD_STORY)
+    db = open_db(home / "companion.db")
+    n_stories = db["stories"].count
+    versions = db.execute(
+        "SELECT model_version, COUNT(*) FROM story_embeddings GROUP BY model_version"
+    ).fetchall()
+    assert versions == [("companion-empathy-1", n_stories)]
+    # Pretend the stored encodings came from an older model: the next session recomputes.
+    db.execute("UPDATE story_embeddings SET model_version = 'companion-empathy-0'")
+    run_text_session(home, SAD_STORY)
+    counts = dict(
+        db.execute(
+            "SELECT model_version, COUNT(*) FROM story_embeddings GROUP BY model_version"
+        ).fetchall()
+    )
+    assert counts["companion-empathy-1"] == n_stories - 1  # all but the story already heard
+
+
+def test_replay_is_exact_and_detects_tampering(home: Path) -> None:
+    for _ in range(3):
+        run_text_session(home, SAD_STORY)
+    proc = run_cli("model", "replay", "--home", str(home))
+    assert proc.returncode == 0, proc.stderr
+    assert "3 ratings replayed, max difference 0" in proc.stdout and "identical" in proc.stdout
+    db = open_db(home / "companion.db")
+    # A changed self-report after learning is reported...
+    db.execute(
+        "UPDATE self_reports SET value = 1 WHERE id = (SELECT MAX(id) - 1 FROM self_reports)"
+    )
+    report = replay_participant(db, "P042")
+    assert report.rating_mismatches == 1 and not report.identical
+    # ...and so is a stored model that no longer matches the log.
+    state = json.loads(db.execute("SELECT state FROM participant_models").fetchone()[0])
+    state["shift"][1] += 0.5
+    db.execute("UPDATE participant_models SET state = ?", [json.dumps(state)])
+    assert replay_participant(db, "P042").max_difference == 0.5
+    proc = run_cli("model", "replay", "--home", str(home))
+    assert proc.returncode == 1 and "DIFFERENT" in proc.stdout
+
+
+def test_unanswered_post_story_items_teach_nothing(home: Path) -> None:
+    replies = SCRIPT[:5] + ["skip"] * 7 + ["five"]
+    result, _, db = run_text_session(home, replies)
+    assert result.status == "completed"
+    assert db.execute("SELECT learned_rating FROM story_exposures").fetchone() == (None,)
+    assert db["participant_models"].count == 0
+
+
+def test_missing_model_falls_back_to_lexical_with_a_warning(home: Path, tmp_path: Path) -> None:
+    config = home / "config.toml"
+    config.write_text(config.read_text() + f'model = "{tmp_path / "nope.onnx"}"\n')
+    result, _, db = run_text_session(home, SCRIPT)
+    assert result.status == "completed" and result.story_id
+    warning = db.execute("SELECT level, detail FROM events WHERE kind = 'model_unavailable'")
+    level, detail = warning.fetchone()
+    assert level == "warning" and "nope.onnx" in detail
