@@ -102,7 +102,17 @@ COLUMNS: dict[str, dict[str, Column]] = {
         "match_score": Column(R, "Empathic match score of the chosen story (higher = closer)"),
         "rank": Column(INT, "Rank of the story among candidates by match score (1 = best)"),
         "exposed_at": Column(T, f"When reading began; {UTC_TS}"),
-        "components": Column(T, "JSON object: the parts of the match score (semantic, emotion)"),
+        "components": Column(
+            T,
+            "JSON object: parts of the match score (semantic, emotion), the participant model's "
+            "predicted_rating and features, the participant story's query_emotion and its "
+            "probability, and model_version",
+        ),
+        "learned_rating": Column(
+            R,
+            "Mean post-story empathy rating the participant's preference model learned from "
+            "this exposure; empty if none (no answered items, or the model was not in use)",
+        ),
         "story_condition": Column(
             T,
             "The protocol's condition setting at the time",

@@ -14,6 +14,7 @@ import logging
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import sqlite_utils
@@ -25,7 +26,7 @@ from companion.match import Exposure, Ranked, choose_story
 from companion.session import Participant, StoryChooser
 from companion.similarity import ScoreWeights, score
 from companion.store import iso, transaction, utc_now
-from companion.stories import Story, heard_story_ids, load_stories
+from companion.stories import Story, content_hash, heard_story_ids, load_stories
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,35 @@ def story_emotions(story: Story, predicted: np.ndarray) -> np.ndarray:
     return probs.astype(np.float32)
 
 
+def bank_cache_path(model_version: str) -> Path:
+    return Path(__file__).resolve().parent / "data" / f"bank-{model_version}.npz"
+
+
+def write_bank_cache(encoder: Encoder, stories: Sequence[Story], path: Path) -> None:
+    """Precompute the shipped bank's encodings so a new device needs no encoding at all."""
+    encoded = [encoder.encode(f"{s.title}. {s.text}") for s in stories]
+    np.savez_compressed(
+        path,
+        ids=np.array([s.id for s in stories]),
+        hashes=np.array([content_hash(s.text) for s in stories]),
+        embeddings=np.stack([e.embedding for e in encoded]).astype(np.float32),
+        emotions=np.stack([e.emotions for e in encoded]).astype(np.float32),
+    )
+
+
+def _shipped_encodings(model_version: str) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
+    path = bank_cache_path(model_version)
+    if not path.exists():
+        return {}
+    with np.load(path) as data:
+        return {
+            str(i): (str(h), e, m)
+            for i, h, e, m in zip(
+                data["ids"], data["hashes"], data["embeddings"], data["emotions"], strict=True
+            )
+        }
+
+
 def bank_encodings(
     db: sqlite_utils.Database, encoder: CachedEncoder, stories: Sequence[Story]
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -88,8 +118,15 @@ def bank_encodings(
     }
     missing = [s for s in stories if s.id not in rows]
     if missing:
-        log.info("encoding %d stories with %s", len(missing), encoder.version)
-        encoded = [(s, encoder.encoder.encode(f"{s.title}. {s.text}")) for s in missing]
+        shipped = _shipped_encodings(encoder.version)
+        encoded = []
+        for story in missing:
+            cached = shipped.get(story.id)
+            if cached and cached[0] == content_hash(story.text):
+                encoded.append((story, TextEncoding(cached[1], cached[2])))
+            else:
+                encoded.append((story, encoder.encoder.encode(f"{story.title}. {story.text}")))
+        log.info("stored encodings of %d stories for %s", len(missing), encoder.version)
         with transaction(db):
             for story, enc in encoded:
                 emb = enc.embedding.astype(np.float32).tobytes()

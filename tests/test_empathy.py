@@ -110,3 +110,20 @@ def test_missing_model_falls_back_to_lexical_with_a_warning(home: Path, tmp_path
     warning = db.execute("SELECT level, detail FROM events WHERE kind = 'model_unavailable'")
     level, detail = warning.fetchone()
     assert level == "warning" and "nope.onnx" in detail
+
+
+def test_shipped_bank_cache_matches_stories_and_model() -> None:
+    """The precomputed encodings are those of today's stories under today's model."""
+    from companion.empathy import bank_cache_path
+    from companion.encode import Encoder
+    from companion.stories import bundled_stories, content_hash
+
+    encoder = Encoder.load()
+    stories = bundled_stories()
+    with np.load(bank_cache_path(encoder.version)) as cache:
+        assert list(cache["ids"]) == [s.id for s in stories]
+        assert list(cache["hashes"]) == [content_hash(s.text) for s in stories]
+        for i in (0, len(stories) // 2, len(stories) - 1):
+            fresh = encoder.encode(f"{stories[i].title}. {stories[i].text}")
+            assert np.allclose(fresh.embedding, cache["embeddings"][i], atol=1e-4)
+            assert np.allclose(fresh.emotions, cache["emotions"][i], atol=1e-4)

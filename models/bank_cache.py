@@ -1,0 +1,16 @@
+"""Write the shipped story bank's encodings for the shipped model (runtime code only, no torch).
+
+Run after changing companion/data/stories.jsonl or the model:
+    .venv/bin/python models/bank_cache.py
+tests/test_empathy.py checks the file matches the stories and the model.
+"""
+
+from companion.empathy import bank_cache_path, write_bank_cache
+from companion.encode import Encoder
+from companion.stories import bundled_stories
+
+if __name__ == "__main__":
+    encoder = Encoder.load()
+    path = bank_cache_path(encoder.version)
+    write_bank_cache(encoder, bundled_stories(), path)
+    print(f"wrote {path} ({path.stat().st_size} bytes)")
