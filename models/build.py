@@ -227,6 +227,9 @@ def main() -> None:
     ap.add_argument("--distill", type=float, default=TrainConfig.distill)
     ap.add_argument("--label-smoothing", type=float, default=TrainConfig.label_smoothing)
     ap.add_argument("--scratch", type=Path, default=HERE / ".build", help="scratch directory")
+    ap.add_argument(
+        "--cv-from", type=Path, help="JSON line from an earlier --cv-only run of the same config"
+    )
     ap.add_argument("--cv-only", action="store_true", help="report CV metrics, write no artifact")
     ap.add_argument(
         "--threads", type=int, default=1, help="torch threads (fixed for reproducibility)"
@@ -313,8 +316,14 @@ def main() -> None:
             sidecar["metrics"]["benchmark"] = bench
     old.write_text(json.dumps(sidecar, indent=2) + "\n")
     log.info("wrote %s (%.1f MB)", onnx_path, onnx_path.stat().st_size / 1e6)
+    if args.cv_from:  # CV already run (--cv-only) for exactly this config and data
+        done = json.loads(args.cv_from.read_text().strip().splitlines()[-1])
+        if done["config"] != asdict(cfg):
+            raise SystemExit(f"{args.cv_from} was run with {done['config']}, not {asdict(cfg)}")
+        sidecar["metrics"]["cv_emotion"] = done["cv"]
+        old.write_text(json.dumps(sidecar, indent=2) + "\n")
     # CV after the artifact is written: same config, k models on k-1 folds, scored int8.
-    if args.folds:
+    elif args.folds:
         sidecar["metrics"]["cv_emotion"] = cross_validate(
             ids, labels, teacher, cfg, args.folds, scratch
         )
