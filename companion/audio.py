@@ -75,7 +75,9 @@ def resample(pcm: bytes, rate: int, to: int = SAMPLE_RATE) -> bytes:
     return out.astype(np.int16).tobytes()
 
 
-def write_wav(path: str | Path, pcm: bytes, rate: int = SAMPLE_RATE, mode: int | None = None) -> None:
+def write_wav(
+    path: str | Path, pcm: bytes, rate: int = SAMPLE_RATE, mode: int | None = None
+) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is not None:

@@ -26,10 +26,31 @@ UNKNOWN = "[unk]"
 
 # Competing words for the pocketsphinx grammar: out-of-vocabulary numbers and a few
 # common words, so speech outside the answer set lands here instead of on an answer.
-_GARBAGE_WORDS = (
-    "zero one two three four five six seven eight nine ten eleven twelve twenty hundred "
-    "hello morning yesterday really probably maybe nothing something"
-).split()
+_GARBAGE_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "twenty",
+    "hundred",
+    "hello",
+    "morning",
+    "yesterday",
+    "really",
+    "probably",
+    "maybe",
+    "nothing",
+    "something",
+]
 
 
 @dataclass(frozen=True)
@@ -80,7 +101,9 @@ def filter_vocabulary(vocabulary: tuple[str, ...], known: Any, backend: str) -> 
     for phrase in dict.fromkeys(_norm(p) for p in vocabulary if p.strip()):
         missing = [w for w in phrase.split() if not known(w)]
         if missing:
-            log.warning("%s: dropping %r from the grammar: unknown word(s) %s", backend, phrase, missing)
+            log.warning(
+                "%s: dropping %r from the grammar: unknown word(s) %s", backend, phrase, missing
+            )
         else:
             kept.append(phrase)
     return kept
@@ -136,7 +159,9 @@ class VoskFactory:
 
         path = Path(model_dir)
         if not (path / "am").is_dir() or not (path / "conf").is_dir():
-            raise ModelError(f"{path}: not a vosk model (needs am/ and conf/); run models install-asr")
+            raise ModelError(
+                f"{path}: not a vosk model (needs am/ and conf/); run models install-asr"
+            )
         vosk.SetLogLevel(-1)
         self._vosk = vosk
         self.model = vosk.Model(str(path))
@@ -185,13 +210,19 @@ class PocketsphinxRecognizer:
         self._garbage = garbage
         self._frame_s = frame_s
         self._last = ""
-        decoder.start_utt()
+        self.open = False
+
+    def _start(self) -> None:
+        if not self.open:
+            self._dec.start_utt()
+            self.open = True
 
     def _clean(self, word: str) -> str:
         word = word.split("(")[0]  # pronunciation variants: "that(2)"
         return UNKNOWN if word in self._garbage else word
 
     def accept(self, pcm: bytes) -> Partial | None:
+        self._start()
         self._dec.process_raw(pcm, False, False)
         hyp = self._dec.hyp()
         text = hyp.hypstr if hyp is not None else ""
@@ -202,7 +233,9 @@ class PocketsphinxRecognizer:
         return None
 
     def final(self) -> Transcript:
+        self._start()
         self._dec.end_utt()
+        self.open = False
         hyp = self._dec.hyp()
         if hyp is None:  # e.g. no path reached the end of the grammar
             return Transcript("", (), None)
@@ -242,11 +275,16 @@ class PocketsphinxFactory:
         self._frame_s = 1.0 / float(self._dec.config["frate"])
         self._n = 0
         self._grammar: str | None = None
+        self._current: PocketsphinxRecognizer | None = None
 
     def knows(self, word: str) -> bool:
         return self._dec.lookup_word(word) is not None
 
     def create(self, mode: Mode, vocabulary: tuple[str, ...] = ()) -> PocketsphinxRecognizer:
+        if self._current is not None and self._current.open:
+            # The previous turn was abandoned (no speech, device lost): close it.
+            self._dec.end_utt()
+            self._current.open = False
         garbage: list[str] = []
         if mode == "grammar":
             phrases = filter_vocabulary(vocabulary, self.knows, self.name)
@@ -263,7 +301,8 @@ class PocketsphinxFactory:
                 self._dec.activate_search("_default")
         else:
             self._dec.activate_search("_default")
-        return PocketsphinxRecognizer(self._dec, frozenset(garbage), self._frame_s)
+        self._current = PocketsphinxRecognizer(self._dec, frozenset(garbage), self._frame_s)
+        return self._current
 
     def _drop_old_grammar(self, new: str) -> None:
         # One grammar per turn: free the previous one so a month of turns does not pile up.
@@ -281,7 +320,9 @@ def find_vosk_model(configured: str | None) -> Path | None:
         if cand and (Path(cand) / "am").is_dir():
             return Path(cand)
     if configured:
-        raise ModelError(f"vosk_model_dir {configured}: no vosk model there; run models install-asr")
+        raise ModelError(
+            f"vosk_model_dir {configured}: no vosk model there; run models install-asr"
+        )
     return None
 
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import numpy as np
+
 from companion.audio import (
     AudioSink,
     AudioSource,
@@ -25,7 +27,7 @@ from companion.audio import (
 )
 from companion.dialogue import EndOfInput, Expectation, Heard
 from companion.errors import ConfigError
-from companion.listen import RecognizerFactory, pick_backend
+from companion.listen import Mode, RecognizerFactory, pick_backend
 from companion.speak import Speaker, SpeakerSettings
 from companion.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, TurnEnded
 
@@ -50,6 +52,9 @@ class VoiceSettings:
     vad_aggressiveness: int | None = None  # webrtcvad 0..3, default 2
     frame_ms: int | None = None  # 10 | 20 | 30, default 30
     keep_audio: bool = False  # save participant turns as 0600 WAVs
+    # Below this speech-to-noise ratio a grammar decoder picks an answer from noise
+    # (measured: at 10 dB white noise espeak answers come out as "five"), so reject.
+    min_answer_snr_db: float | None = None  # default 15
 
     def turn_config(self, expect: Expectation) -> TurnConfig:
         if expect.kind == "story":
@@ -116,8 +121,14 @@ class VoiceChannel:
         self.audio_dir = Path(audio_dir) if audio_dir is not None else None
         self._vad = webrtcvad.Vad(settings.vad_level())
         self._clock = clock
-        self._retries, self._backoff_s, self._stall_s, self._sleep = retries, backoff_s, stall_s, sleep
+        self._retries, self._backoff_s, self._stall_s, self._sleep = (
+            retries,
+            backoff_s,
+            stall_s,
+            sleep,
+        )
         self._turns = 0
+        self._failures = 0
         self._closed = False
         self._started = False
         self.last_transcript: object = None  # listen.Transcript of the last turn, for logs
@@ -126,6 +137,9 @@ class VoiceChannel:
 
     def _recover(self, exc: Exception) -> None:
         log.warning("audio input problem: %s", exc)
+        self._failures += 1
+        if self._failures > self._retries:  # reopened, but still no audio
+            raise EndOfInput(f"audio input lost: {exc}")
         for attempt in range(self._retries):
             self._sleep(self._backoff_s * 2**attempt)
             try:
@@ -134,7 +148,9 @@ class VoiceChannel:
                 log.info("audio input reopened after %d attempt(s)", attempt + 1)
                 return
             except DeviceError as again:
-                log.warning("reopening audio input failed (%d/%d): %s", attempt + 1, self._retries, again)
+                log.warning(
+                    "reopening audio input failed (%d/%d): %s", attempt + 1, self._retries, again
+                )
         raise EndOfInput(f"audio input lost: {exc}")
 
     def _ensure_started(self) -> None:
@@ -154,6 +170,7 @@ class VoiceChannel:
                 self._recover(exc)
                 continue
             if frame is not None:
+                self._failures = 0
                 return frame
             waited += frame_s * 10
             if waited >= self._stall_s:
@@ -183,14 +200,17 @@ class VoiceChannel:
         self._ensure_started()
         detector = TurnDetector(self.settings.turn_config(expect))
         frame_s = detector.config.frame_ms / 1000.0
-        mode = "grammar" if expect.kind == "answer" else "free"
+        mode: Mode = "grammar" if expect.kind == "answer" else "free"
         recognizer = self.recognizers.create(mode, expect.vocabulary)
         t0 = self._clock()
         preroll: deque[bytes] = deque(maxlen=max(1, int(0.5 / frame_s)))
         turn_pcm: list[bytes] = []
+        level = _Levels()
         while True:
             frame = self._read(frame_s)
-            event = detector.feed(self._vad.is_speech(frame, 16000))
+            voiced = self._vad.is_speech(frame, 16000)
+            event = detector.feed(voiced)
+            level.add(frame, voiced)
             if detector.started_at is None:
                 preroll.append(frame)
             if isinstance(event, NoSpeech):
@@ -211,11 +231,17 @@ class VoiceChannel:
                 self.last_transcript = transcript
                 self._turns += 1
                 audio_path = self._keep(b"".join(turn_pcm), t0)
+                text, confidence = transcript.text, transcript.confidence
+                min_snr = self.settings.min_answer_snr_db
+                min_snr = 15.0 if min_snr is None else min_snr
+                if mode == "grammar" and text and level.snr_db() < min_snr:
+                    log.info("rejecting %r: speech-to-noise %.1f dB", text, level.snr_db())
+                    text, confidence = "", 0.0
                 return Heard(
-                    transcript.text,
+                    text,
                     t0 + timedelta(seconds=event.start_s),
                     t0 + timedelta(seconds=event.end_s),
-                    transcript.confidence,
+                    confidence,
                     audio_path,
                 )
 
@@ -236,7 +262,37 @@ class VoiceChannel:
         self.speaker.close()
 
 
-def open_voice_channel(settings: VoiceSettings, audio_dir: str | Path | None = None) -> VoiceChannel:
+class _Levels:
+    """Speech-to-noise estimate for one turn: voiced frames vs the quietest frames.
+
+    The quietest tenth stands in for the noise floor because in loud noise the VAD
+    calls almost every frame speech.
+    """
+
+    def __init__(self) -> None:
+        self.powers: list[float] = []
+        self.voiced: list[bool] = []
+
+    def add(self, frame: bytes, voiced: bool) -> None:
+        x = np.frombuffer(frame, dtype=np.int16).astype(np.float64)
+        self.powers.append(float(np.mean(x * x)))
+        self.voiced.append(voiced)
+
+    def snr_db(self) -> float:
+        p = np.array(self.powers)
+        v = np.array(self.voiced, dtype=bool)
+        if not v.any():
+            return 0.0
+        heard = p[p > 1.0]  # digital silence (padding, gated input) is not a noise floor
+        if not heard.size:
+            return 99.0
+        noise = float(np.percentile(heard, 10))
+        return float(10 * np.log10(max(float(p[v].mean()), 1.0) / noise))
+
+
+def open_voice_channel(
+    settings: VoiceSettings, audio_dir: str | Path | None = None
+) -> VoiceChannel:
     """Microphone + speaker channel for a live session."""
     frame_ms = settings.frame_ms or 30
     return VoiceChannel(
