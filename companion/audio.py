@@ -306,17 +306,20 @@ class DeviceInfo:
     inputs: int
     outputs: int
     default_rate: float
+    default_input: bool = False
+    default_output: bool = False
 
 
-def list_devices() -> list[DeviceInfo]:
-    """Audio devices PortAudio can see; empty (with a log line) when there are none."""
+def query_devices() -> list[DeviceInfo]:
+    """Audio devices PortAudio can see (possibly none). Raises DeviceError when PortAudio
+    itself fails (no library, broken sound configuration)."""
     try:
-        import sounddevice as sd
+        import sounddevice as sd  # initialises PortAudio on import
 
         raw = sd.query_devices()
-    except Exception as exc:  # no PortAudio library, no sound system
-        log.warning("cannot list audio devices: %s", exc)
-        return []
+        default_in, default_out = (int(i) for i in sd.default.device)
+    except Exception as exc:  # OSError: no PortAudio library; PortAudioError: init failed
+        raise DeviceError(f"PortAudio: {exc}") from exc
     return [
         DeviceInfo(
             i,
@@ -324,6 +327,25 @@ def list_devices() -> list[DeviceInfo]:
             int(d["max_input_channels"]),
             int(d["max_output_channels"]),
             float(d["default_samplerate"]),
+            default_input=i == default_in,
+            default_output=i == default_out,
         )
         for i, d in enumerate(raw)
     ]
+
+
+def list_devices() -> list[DeviceInfo]:
+    """Audio devices PortAudio can see; empty (with a log line) when there are none."""
+    try:
+        return query_devices()
+    except DeviceError as exc:
+        log.warning("cannot list audio devices: %s", exc)
+        return []
+
+
+def format_device(d: DeviceInfo) -> str:
+    """One line for `companion devices`: index, name, channels in/out, default marks."""
+    marks = [m for m, on in (("default input", d.default_input),
+                             ("default output", d.default_output)) if on]  # fmt: skip
+    tail = f"  [{', '.join(marks)}]" if marks else ""
+    return f"{d.index:3d}  {d.name}  (in {d.inputs}, out {d.outputs}, {d.default_rate:g} Hz){tail}"

@@ -354,6 +354,44 @@ def model_replay(home, participant_id) -> None:
         sys.exit(1)
 
 
+@cli.command()
+def devices() -> None:
+    """List audio input/output devices (index, name, channels, default marks)."""
+    from companion.audio import DeviceError, format_device, query_devices
+
+    try:
+        found = query_devices()
+    except DeviceError as exc:
+        click.echo(f"companion: error: {exc}; check the sound setup (ALSA config)", err=True)
+        sys.exit(2)
+    for device in found:
+        click.echo(format_device(device))
+    if not found:
+        click.echo("no audio devices found")
+
+
+@cli.group()
+def models() -> None:
+    """Offline models: the speech-recognition (vosk) model."""
+
+
+@models.command("install-asr")
+@home_option
+@click.option("--from", "from_path", type=click.Path(path_type=str), help="Model zip or folder.")
+@click.option("--url", help="Download the model zip from this URL (needs --sha256).")
+@click.option("--sha256", help="Expected sha256 of the zip (required with --url).")
+def models_install_asr(home, from_path, url, sha256) -> None:
+    """Install a vosk model into HOME/models/asr/ and use it for speech recognition."""
+    from pathlib import Path
+
+    from companion.asr_models import install_asr
+    from companion.config import resolve_home
+
+    source = Path(from_path) if from_path else None
+    target = install_asr(resolve_home(home).path, source, url, sha256)
+    click.echo(f'installed vosk model in {target} (config.toml: asr_backend = "vosk")')
+
+
 def main() -> None:
     try:
         cli.main(standalone_mode=False)

@@ -19,3 +19,7 @@ class SessionBusyError(CompanionError):
 
 class ModelError(CompanionError):
     """A model file is missing, corrupt or does not match its sidecar."""
+
+
+class AsrModelError(CompanionError):
+    """A speech-recognition model to install is unreadable, unverified or not a vosk model."""
