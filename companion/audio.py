@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from companion.errors import ConfigError
+
 log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16000
@@ -54,11 +56,19 @@ def frame_bytes(frame_ms: int) -> int:
 
 def read_wav(path: str | Path) -> tuple[bytes, int]:
     """Mono int16 PCM and its sample rate (stereo is mixed down)."""
-    with wave.open(str(path), "rb") as w:
-        if w.getsampwidth() != 2:
-            raise ValueError(f"{path}: need 16-bit PCM WAV")
-        pcm = w.readframes(w.getnframes())
-        rate, channels = w.getframerate(), w.getnchannels()
+    try:
+        with wave.open(str(path), "rb") as w:
+            if w.getsampwidth() != 2:
+                raise ConfigError(
+                    f"{path}: {8 * w.getsampwidth()}-bit WAV; need 16-bit PCM "
+                    "(sox IN -b 16 OUT.wav converts it)"
+                )
+            pcm = w.readframes(w.getnframes())
+            rate, channels = w.getframerate(), w.getnchannels()
+    except (wave.Error, EOFError) as exc:
+        raise ConfigError(
+            f"{path}: not a PCM WAV file ({exc}); record or convert it again"
+        ) from exc
     if channels > 1:
         data = np.frombuffer(pcm, dtype=np.int16).reshape(-1, channels).mean(axis=1)
         pcm = data.astype(np.int16).tobytes()
