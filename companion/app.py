@@ -6,6 +6,7 @@ parses arguments or prints.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import logging
 import os
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import sqlite_utils
 
@@ -24,9 +25,12 @@ from companion.errors import CompanionError, SessionBusyError
 from companion.match import LexicalMatcher
 from companion.protocol import Protocol, load_protocol
 from companion.session import Participant, SessionResult, StoryChooser, run_session
-from companion.simulate import SimulatedChannel, SimulatedParticipant
+from companion.simulate import PrintingChannel, SimulatedChannel, SimulatedParticipant
 from companion.store import ensure_participant, log_event, open_db
 from companion.stories import ensure_bank
+
+if TYPE_CHECKING:
+    from companion.voice import VoiceSettings
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +129,29 @@ def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> Se
         )
 
 
+def voice_settings(opened: Opened) -> VoiceSettings:
+    """The [voice] config, with the protocol's audio-retention choice."""
+    from companion.voice import VoiceSettings
+
+    values = {k: v for k, v in dataclasses.asdict(opened.config.voice).items() if v is not None}
+    values["keep_audio"] = opened.protocol.keep_audio
+    return VoiceSettings(**values)
+
+
+def audio_dir(opened: Opened) -> Path:
+    return opened.home.path / "audio"
+
+
+def voice_channel(opened: Opened, replay: Path | None = None) -> Channel:
+    """Microphone and speaker, or participant turns replayed from WAV files."""
+    from companion.voice import ReplayChannel, open_voice_channel
+
+    settings = voice_settings(opened)
+    if replay is not None:
+        return ReplayChannel(replay, settings, audio_dir=audio_dir(opened))
+    return open_voice_channel(settings, audio_dir=audio_dir(opened))
+
+
 @dataclass(frozen=True)
 class DemoResult:
     home: Path
@@ -133,13 +160,25 @@ class DemoResult:
     answers: list[tuple[str, str, int | None, str]]  # instrument, item, value, status
 
 
-def run_demo(home: str | Path | None, out: TextIO) -> DemoResult:
-    """A complete session with a simulated participant, in a fresh temporary home by default."""
+def run_demo(home: str | Path | None, out: TextIO, voice: bool = False) -> DemoResult:
+    """A complete session with a simulated participant, in a fresh temporary home by default.
+
+    With `voice`, the participant's answers are spoken by espeak-ng and recognised by the
+    real speech recogniser, and the companion's prompts are synthesised too.
+    """
     path = Path(home) if home else Path(tempfile.mkdtemp(prefix="companion-demo-"))
     if not home:
         write_config(Home(path), Config(participant_id="DEMO01", participant_name="Sam"))
     opened = open_home(path)
-    channel = SimulatedChannel(SimulatedParticipant(), out)
+    channel: Channel
+    if voice:
+        from companion.voice import SynthesizedParticipantChannel
+
+        participant = SimulatedParticipant(spoken=True)
+        spoken = SynthesizedParticipantChannel(participant.reply, voice_settings(opened))
+        channel = PrintingChannel(spoken, out)
+    else:
+        channel = SimulatedChannel(SimulatedParticipant(), out)
     result = run_in_home(opened, channel)
     tables = ("participants", "sessions", "turns", "story_exposures", "self_reports", "events")
     counts = {t: opened.db[t].count for t in tables}

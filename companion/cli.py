@@ -69,6 +69,12 @@ def init(home, participant_id, name, timezone, protocol_path) -> None:
 @cli.command()
 @home_option
 @click.option("--text", "mode", flag_value="text", default=True, help="Type or pipe the answers.")
+@click.option("--voice", "mode", flag_value="voice", help="Talk: microphone and speaker.")
+@click.option(
+    "--replay",
+    type=click.Path(file_okay=False, exists=True, path_type=str),
+    help="With --voice: participant turns from the WAV files in DIR, in name order.",
+)
 @click.option("--participant", "participant_id", help="Participant id (default: from config.toml).")
 @click.option(
     "--kind",
@@ -77,13 +83,24 @@ def init(home, participant_id, name, timezone, protocol_path) -> None:
     show_default=True,
     help="Session kind; auto = enrolment for a participant's first session.",
 )
-def session(home, mode, participant_id, kind) -> None:
-    """Run one session now. Reads one participant line per turn from stdin."""
+def session(home, mode, replay, participant_id, kind) -> None:
+    """Run one session now. Text mode reads one participant line per turn from stdin."""
+    from pathlib import Path
+
     from companion import app
+    from companion.dialogue import Channel
+    from companion.simulate import PrintingChannel
     from companion.textio import TextChannel
 
+    if replay and mode != "voice":
+        raise click.UsageError("--replay needs --voice")
     opened = app.open_home(home, participant_id=participant_id)
-    channel = TextChannel(sys.stdin, sys.stdout, interactive=sys.stdin.isatty())
+    channel: Channel
+    if mode == "voice":
+        channel = PrintingChannel(app.voice_channel(opened, Path(replay) if replay else None),
+                                  sys.stdout)  # fmt: skip
+    else:
+        channel = TextChannel(sys.stdin, sys.stdout, interactive=sys.stdin.isatty())
     result = app.run_in_home(opened, channel, kind=kind)
     click.echo(
         f"session {result.session_id} {result.status}: "
@@ -94,12 +111,18 @@ def session(home, mode, participant_id, kind) -> None:
 
 @cli.command()
 @home_option
-def demo(home) -> None:
+@click.option(
+    "--voice",
+    is_flag=True,
+    help="Speak the simulated participant's answers (espeak-ng) through the real recogniser.",
+)
+def demo(home, voice) -> None:
     """Run a whole session with a simulated participant (no microphone, no network)."""
     from companion import app
 
-    click.echo("companion demo: a simulated participant talks to the companion\n")
-    done = app.run_demo(home, sys.stdout)
+    how = "speaks to" if voice else "talks to"
+    click.echo(f"companion demo: a simulated participant {how} the companion\n")
+    done = app.run_demo(home, sys.stdout, voice=voice)
     click.echo(
         f"\nsession {done.result.session_id}: {done.result.status} "
         f"({done.result.kind}), story read: {done.result.story_id}"
@@ -284,13 +307,18 @@ def doctor(home, as_json, skip) -> None:
 
 @cli.command()
 @home_option
-def run(home) -> None:
+@click.option("--voice", is_flag=True, help="Invite and talk through microphone and speaker.")
+def run(home, voice) -> None:
     """Run the always-on companion: daily invitations, reminders, missed-session records and
     backups, as the protocol's [schedule] says. Type a line (Enter) to start a session now.
     Stops on SIGTERM or Ctrl-C. Under systemd it reports readiness and pings the watchdog."""
     from companion import app, service
 
-    service.serve(app.open_home(home), sys.stdin, sys.stdout)
+    opened = app.open_home(home)
+    app.prepare_bank(opened)
+    # A new voice channel (and recogniser) per invitation/session: vosk grows over long runs.
+    factory = (lambda: app.voice_channel(opened)) if voice else None
+    service.serve(opened, sys.stdin, sys.stdout, channel_factory=factory)
 
 
 @cli.command()

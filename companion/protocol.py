@@ -26,7 +26,12 @@ REQUIRED_PROMPTS = (
     "story_none", "story_intro", "story_outro", "no_stories_left", "instruments_intro",
     "reprompt", "gave_up", "closing", "goodbye",
 )  # fmt: skip
-PLACEHOLDERS = {"name", "topic", "title", "hint"}
+# Prompts a protocol may leave out (older protocol files), with the wording used then.
+OPTIONAL_PROMPTS = {
+    "confirm": "I heard {answer}. Is that right?",
+    "confirm_retry": "Sorry about that. Let's try once more.",
+}
+PLACEHOLDERS = {"name", "topic", "title", "hint", "answer"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,10 @@ class Protocol:
     instruments: tuple[Instrument, ...]
     source: str
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
+    # Voice mode: read a recognised rating back and ask "is that right?" before storing it.
+    confirm_voice_answers: bool = True
+    # Voice mode: keep participant turns as 16 kHz WAV files under HOME/audio.
+    keep_audio: bool = False
 
     def instruments_for(self, phase: str, session_kind: str) -> list[Instrument]:
         return [i for i in self.instruments if i.phase == phase and session_kind in i.sessions]
@@ -141,7 +150,7 @@ def parse_protocol(text: str, source: str) -> Protocol:
     head = root.sub("protocol", "protocol.")
     head.unknown(
         {"id", "version", "title", "condition", "max_reprompts", "follow_up_turns",
-         "story_max_seconds"}
+         "story_max_seconds", "confirm_voice_answers", "keep_audio"}
     )  # fmt: skip
     version = head.get("version", int)
     if version < 1:
@@ -166,9 +175,11 @@ def parse_protocol(text: str, source: str) -> Protocol:
     prompts: dict[str, str] = {}
     for key in REQUIRED_PROMPTS:
         prompts[key] = _checked_template(prompts_table, key, prompts_table.get(key, str))
+    for key, default in OPTIONAL_PROMPTS.items():
+        prompts[key] = _checked_template(prompts_table, key, prompts_table.get(key, str, default))
     follow_ups = _string_list(prompts_table, "follow_ups", allow_empty=True)
     topics = _string_list(prompts_table, "topics", allow_empty=False)
-    prompts_table.unknown(set(REQUIRED_PROMPTS) | {"follow_ups", "topics"})
+    prompts_table.unknown(set(REQUIRED_PROMPTS) | set(OPTIONAL_PROMPTS) | {"follow_ups", "topics"})
 
     raw_instruments = root.get("instruments", list, [])
     instruments = tuple(_instrument(raw, source, n) for n, raw in enumerate(raw_instruments))
@@ -192,6 +203,8 @@ def parse_protocol(text: str, source: str) -> Protocol:
         instruments=instruments,
         source=source,
         schedule=parse_schedule(data.get("schedule"), source),
+        confirm_voice_answers=head.get("confirm_voice_answers", bool, True),
+        keep_audio=head.get("keep_audio", bool, False),
     )
 
 

@@ -84,6 +84,10 @@ def hint_for(item: Item) -> str:
     return "Please answer in a few words, or say skip."
 
 
+# Spoken yes/no forms a recogniser's dictionary knows (no apostrophe-less spellings).
+SPOKEN_YES_NO = ("yes", "yeah", "yep", "sure", "of course", "correct", "no", "nope", "not really")
+
+
 def vocabulary_for(item: Item) -> tuple[str, ...]:
     """Words and phrases a grammar recognizer should accept for this item."""
     commands = ("skip", "repeat", "repeat that", "say that again", "pass")
@@ -91,7 +95,7 @@ def vocabulary_for(item: Item) -> tuple[str, ...]:
         numbers = [w for w, n in answers.NUMBER_WORDS.items() if item.min <= n <= item.max]
         return (*numbers, *(item.anchors or {}).values(), *commands)
     if item.type == "yesno":
-        return (*sorted(answers.YES_PHRASES), *sorted(answers.NO_PHRASES), *commands)
+        return (*SPOKEN_YES_NO, *commands)
     return ()
 
 
@@ -101,6 +105,11 @@ def parse_item(item: Item, text: str) -> answers.Answer:
     if item.type == "yesno":
         return answers.parse_yes_no(text)
     return answers.parse_free_text(text)
+
+
+class _Blank(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return ""
 
 
 class SessionRun:
@@ -170,7 +179,9 @@ class SessionRun:
         return heard
 
     def prompt(self, key: str, **values: str) -> str:
-        return self.protocol.prompts[key].format(name=self.participant.name, **values)
+        # A placeholder that does not apply to this prompt reads as nothing, never a crash.
+        fields = _Blank(name=self.participant.name, **values)
+        return self.protocol.prompts[key].format_map(fields)
 
     # -- steps -------------------------------------------------------------------------
     def ask(self, instrument: Instrument, item: Item) -> None:
@@ -188,9 +199,17 @@ class SessionRun:
                 repeats += 1
                 text = item.text
                 continue
-            if answer.kind == "value":
+            if answer.kind == "value" and self.confirmed(item, answer.value, purpose):
                 self.store(instrument, item, answer.value, raws, "answered")
                 return
+            if answer.kind == "value":  # the participant did not confirm what was heard
+                unclear += 1
+                if unclear > self.protocol.max_reprompts:
+                    self.say(self.prompt("gave_up"), purpose)
+                    self.store(instrument, item, None, raws, "missing")
+                    return
+                text = f"{self.prompt('confirm_retry')} {item.text}"
+                continue
             if answer.kind == "skip":
                 self.store(instrument, item, None, raws, "skipped")
                 return
@@ -200,6 +219,24 @@ class SessionRun:
                 self.store(instrument, item, None, raws, "missing")
                 return
             text = self.prompt("reprompt", hint=hint_for(item))
+
+    def confirmed(self, item: Item, value: int | str | None, purpose: str) -> bool:
+        """In voice mode, read a recognised rating or yes/no back before storing it.
+
+        Speech recognisers can hear "five" for "one"; a confirmation turns a wrong value
+        into a retry, and anything but a clear yes is not a confirmation.
+        """
+        needs = (
+            self.channel.mode == "voice"
+            and self.protocol.confirm_voice_answers
+            and item.type in ("likert", "yesno")
+        )
+        if not needs or not isinstance(value, int):
+            return True
+        spoken = answers.NUMBER_NAMES[value] if item.type == "likert" else ("no", "yes")[value]
+        self.say(self.prompt("confirm", answer=spoken), f"{purpose}.confirm")
+        reply = self.hear(Expectation("answer", SPOKEN_YES_NO), f"{purpose}.confirm")
+        return answers.parse_yes_no(reply.text) == answers.Answer("value", 1)
 
     def store(self, instrument: Instrument, item: Item, value: int | str | None,
               raws: list[str], status: str) -> None:  # fmt: skip

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TextIO
 
-from companion.dialogue import EndOfInput, Expectation, Heard
+from companion.dialogue import Channel, EndOfInput, Expectation, Heard
 from companion.store import utc_now
 
 STORY_TURNS = (
@@ -28,31 +28,68 @@ STORY_TURNS = (
 class SimulatedParticipant:
     """Decides what the participant says next, given the companion's last utterance."""
 
-    def __init__(self, seed: int = 7) -> None:
+    def __init__(self, seed: int = 7, spoken: bool = False) -> None:
         self.rng = random.Random(seed)
+        # Spoken answers are single words, as a recogniser's answer grammar expects.
+        self.phrasings = (
+            ["{w}"] if spoken else ["{d}", "{w}", "I'd say {w}", "a {w}", "{w}, I think"]
+        )
         self.story_turn = 0
         self.asked_repeat = False
         self.was_unclear = False
         self.answers: list[tuple[str, int | None]] = []  # (question, intended value)
+        self.last_meant = ""  # the last answer meant, as the companion would read it back
+        self.last_question = ""
 
     def reply(self, last_prompt: str, expect: Expectation) -> str | None:
+        if "is that right" in last_prompt.lower():
+            # A read-back of what the companion heard: confirm only what was meant.
+            heard = last_prompt.lower().split("i heard ", 1)[-1].split(".", 1)[0].strip()
+            return "yes" if heard == self.last_meant else "no"
         if expect.kind == "story":
             text = STORY_TURNS[min(self.story_turn, len(STORY_TURNS) - 1)]
             self.story_turn += 1
             return text
         if "yes or no" in last_prompt.lower():
-            return self.rng.choice(["yes", "yeah", "no"])
+            self.last_meant = self.rng.choice(["yes", "no"])
+            return self.last_meant
         if not self.asked_repeat:
             self.asked_repeat = True
             return "sorry, could you repeat that?"
         if not self.was_unclear:
             self.was_unclear = True
             return "hmm, three or four"
-        value = self.rng.randint(2, 5)
         words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
-        phrasing = self.rng.choice(["{d}", "{w}", "I'd say {w}", "a {w}", "{w}, I think"])
-        self.answers.append((last_prompt, value))
+        retry = any(p in last_prompt for p in ("try once more", "didn't quite catch"))
+        if not self.answers or (last_prompt != self.last_question and not retry):
+            self.answers.append((last_prompt, self.rng.randint(2, 5)))
+            self.last_question = last_prompt
+        value = self.answers[-1][1] or 3  # after a retry, the same answer again
+        self.last_meant = words[value]
+        phrasing = self.rng.choice(self.phrasings)
         return phrasing.format(d=value, w=words[value])
+
+
+class PrintingChannel:
+    """Wraps any channel and prints the conversation as it happens (for demos)."""
+
+    def __init__(self, inner: Channel, out: TextIO) -> None:
+        self.inner, self.out, self.mode = inner, out, inner.mode
+
+    def say(self, text: str) -> None:
+        self.out.write(f"  companion: {text}\n")
+        self.out.flush()
+        self.inner.say(text)
+
+    def listen(self, expect: Expectation) -> Heard:
+        heard = self.inner.listen(expect)
+        conf = f" (confidence {heard.confidence:.2f})" if heard.confidence is not None else ""
+        self.out.write(f"participant: {heard.text or '[nothing heard]'}{conf}\n")
+        self.out.flush()
+        return heard
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class SimulatedChannel:

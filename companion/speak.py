@@ -26,6 +26,16 @@ _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 # pyttsx3.init() hands every caller the same engine per driver, so speakers with
 # different voices share it: each render sets its own properties under this lock.
 _ENGINE_LOCK = threading.Lock()
+# pyttsx3 (2.99) runs espeak-ng in asynchronous retrieval mode and returns from
+# runAndWait() before the utterance is finished: the WAV is written later from
+# espeak's thread, and properties set meanwhile apply to the wrong utterance. So
+# each render waits for the driver's finished-utterance notification.
+_FINISHED = threading.Event()
+_RENDER_TIMEOUT_S = 30.0
+
+
+def _on_finished(**_: object) -> None:
+    _FINISHED.set()
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,7 @@ class Speaker:
         self.settings = settings or SpeakerSettings()
         self.sink = sink
         self._engine: Any = pyttsx3.init("espeak")
+        self._token = self._engine.connect("finished-utterance", _on_finished)
         s = self.settings
         if s.rate is not None and not 50 <= s.rate <= 500:
             raise ConfigError(f"tts_rate {s.rate}: use 50..500 words per minute")
@@ -85,14 +96,22 @@ class Speaker:
         """Synthesise `text` into a WAV file (espeak-ng's rate, mono int16)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with _ENGINE_LOCK, contextlib.redirect_stdout(io.StringIO()):  # the driver print()s
-            for key, value in self._props.items():
-                self._engine.setProperty(key, value)
-            self._engine.save_to_file(text, str(path))
-            self._engine.runAndWait()
-        if not path.exists() or path.stat().st_size <= 44:
-            raise RuntimeError(f"espeak-ng produced no audio for {text[:40]!r}")
-        return path
+        # pyttsx3's espeak driver now and then finishes a run without writing the file
+        # (seen about once per few hundred sentences); a second run has always worked.
+        for attempt in range(3):
+            path.unlink(missing_ok=True)  # never mistake an earlier utterance for this one
+            with _ENGINE_LOCK, contextlib.redirect_stdout(io.StringIO()):  # the driver print()s
+                for key, value in self._props.items():
+                    self._engine.setProperty(key, value)
+                self._engine.save_to_file(text, str(path))
+                _FINISHED.clear()
+                self._engine.runAndWait()
+                if not _FINISHED.wait(_RENDER_TIMEOUT_S):
+                    log.warning("espeak-ng did not finish %r in time", text[:40])
+            if path.exists() and path.stat().st_size > 44:
+                return path
+            log.warning("espeak-ng wrote no audio for %r (attempt %d)", text[:40], attempt + 1)
+        raise RuntimeError(f"espeak-ng produced no audio for {text[:40]!r}")
 
     def render_pcm(self, text: str) -> tuple[bytes, int]:
         path = Path(self._tmp.name) / "utt.wav"
@@ -119,6 +138,8 @@ class Speaker:
         return played
 
     def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._engine.disconnect(self._token)
         self._player.shutdown(wait=True)
         with contextlib.suppress(Exception):
             self._engine.stop()

@@ -366,6 +366,7 @@ class SynthesizedParticipantChannel(VoiceChannel):
         self._voice = Speaker(participant_voice or SpeakerSettings(voice="en-us", rate=150))
         self.last_prompt = ""
         self.spoken: list[tuple[str, str]] = []  # (what they said, what was recognised)
+        self._room = np.random.default_rng(1234)
 
     def say(self, text: str) -> None:
         self.last_prompt = text
@@ -378,11 +379,24 @@ class SynthesizedParticipantChannel(VoiceChannel):
         assert isinstance(self.source, WavSource)
         if answer.strip():
             pcm, rate = self._voice.render_pcm(answer)
-            lead = b"\0" * int(0.3 * 16000) * 2  # a breath before answering
-            self.source.feed(lead + resample(pcm, rate))
+            self.source.feed(self._in_room(resample(pcm, rate)))
         heard = super().listen(expect)
         self.spoken.append((answer, heard.text))
         return heard
+
+    def _in_room(self, speech: bytes) -> bytes:
+        """A breath before answering and a quiet room around it (35 dB below the speech).
+
+        A real microphone never delivers digital silence; without a noise floor the
+        speech-to-noise check has nothing to measure against.
+        """
+        lead, tail = np.zeros(int(0.3 * 16000)), np.zeros(int(1.0 * 16000))
+        voice = np.frombuffer(speech, dtype=np.int16).astype(np.float64)
+        x = np.concatenate([lead, voice, tail])
+        loud = voice[np.abs(voice) > 100]
+        power = float(np.mean(loud**2)) if loud.size else 1.0
+        noise = self._room.normal(0.0, np.sqrt(power / 10**3.5), x.size)
+        return np.clip(x + noise, -32768, 32767).astype(np.int16).tobytes()
 
     def close(self) -> None:
         super().close()

@@ -1,0 +1,121 @@
+"""Whole spoken sessions: espeak-ng speech -> real VAD and pocketsphinx -> engine -> SQLite.
+
+The participant's answers are synthesised, so the test knows what was meant: every
+stored value must be what was meant, or NULL. Never a different value.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from companion import app
+from companion.answers import NUMBER_NAMES
+from companion.dialogue import Expectation
+from companion.protocol import load_protocol
+from companion.speak import SpeakerSettings
+from companion.store import open_db
+from companion.voice import SynthesizedParticipantChannel
+from tests.conftest import REPO
+from tests.conftest_voice import speech_wav
+
+PROTOCOL = load_protocol(None)
+ITEMS = {item.text: (inst.id, item.id) for inst in PROTOCOL.instruments for item in inst.items}
+MEANT = {
+    ("mood", "valence"): 4, ("mood", "arousal"): 2,
+    ("story_empathy", "similar_emotions"): 5, ("story_empathy", "felt_emotions"): 3,
+    ("story_empathy", "recognised_situation"): 1, ("story_empathy", "understandable_reactions"): 4,
+    ("story_empathy", "related_experience"): 2, ("story_empathy", "identified_situation"): 5,
+    ("story_empathy", "identified_narrator"): 3, ("felt_understood", "felt_understood"): 4,
+}  # fmt: skip
+STORY = "Yesterday I walked to the market in the rain and met an old friend from school."
+
+
+class Participant:
+    """Answers by meaning: confirms a read-back only if it is what they meant."""
+
+    def __init__(self) -> None:
+        self.current: tuple[str, str] | None = None
+
+    def __call__(self, prompt: str, expect: Expectation) -> str | None:
+        if expect.kind == "story":
+            return STORY if self.current != ("story", "") else "that's all"
+        if "Is that right?" in prompt:
+            heard = prompt.split("I heard ", 1)[1].split(".", 1)[0]
+            assert self.current is not None
+            return "yes" if heard == NUMBER_NAMES[MEANT[self.current]] else "no"
+        for text, key in ITEMS.items():
+            if text in prompt:
+                self.current = key
+        assert self.current is not None, prompt
+        return NUMBER_NAMES[MEANT[self.current]]
+
+
+def stored(db, session_id: int) -> dict[tuple[str, str], int | None]:
+    rows = db.execute(
+        "SELECT instrument, item, value FROM self_reports WHERE session_id = ?", [session_id]
+    )
+    return {(i, it): v for i, it, v in rows}
+
+
+@pytest.mark.parametrize(
+    "voice", [SpeakerSettings(voice="en-us", rate=150), SpeakerSettings(voice="en-gb", rate=185)]
+)
+def test_spoken_session_stores_meant_values_or_nothing(home: Path, voice) -> None:
+    opened = app.open_home(home)
+    channel = SynthesizedParticipantChannel(
+        Participant(), app.voice_settings(opened), participant_voice=voice
+    )
+    result = app.run_in_home(opened, channel)
+    assert result.status == "completed"
+    answers = stored(opened.db, result.session_id)
+    assert set(answers) == set(MEANT)
+    wrong = {k: v for k, v in answers.items() if v is not None and v != MEANT[k]}
+    assert wrong == {}
+    assert sum(v is not None for v in answers.values()) >= 8, answers
+    session = opened.db["sessions"].get(result.session_id)
+    assert session["mode"] == "voice"
+    turns = list(opened.db.query("SELECT * FROM turns WHERE session_id = ?", [result.session_id]))
+    confirmations = [t for t in turns if t["purpose"].endswith(".confirm")]
+    assert len(confirmations) >= 2 * 8  # each stored rating was read back and confirmed
+    heard = [t for t in turns if t["speaker"] == "participant" and t["purpose"] == "story"]
+    assert "market" in heard[0]["text"] or "rain" in heard[0]["text"]
+    assert all(t["asr_confidence"] is not None for t in turns if t["speaker"] == "participant")
+
+
+def test_replayed_session_from_wav_files(home: Path, tmp_path: Path) -> None:
+    """`companion session --voice --replay DIR`: the participant's turns from recordings."""
+    replies = ["four", "yes", "two", "yes", STORY, "that's all"]
+    replies += [w for item in PROTOCOL.instruments[1].items for w in ("three", "yes")]
+    replies += ["five", "yes"]
+    turns = tmp_path / "turns"
+    turns.mkdir()
+    for n, text in enumerate(replies):
+        speech_wav(turns / f"{n:03d}.wav", text, "en-us", 150, snr_db=35)
+    proc = subprocess.run(
+        [sys.executable, "-m", "companion", "session", "--voice", "--replay", str(turns),
+         "--home", str(home)],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    db = open_db(home / "companion.db")
+    session_id = db.execute("SELECT MAX(id) FROM sessions").fetchone()[0]
+    assert db["sessions"].get(session_id)["status"] == "completed"
+    answers = stored(db, session_id)
+    expected = {("mood", "valence"): 4, ("mood", "arousal"): 2,
+                ("felt_understood", "felt_understood"): 5}  # fmt: skip
+    expected |= {("story_empathy", item.id): 3 for item in PROTOCOL.instruments[1].items}
+    assert {k: v for k, v in answers.items() if v is not None} == expected
+    assert "participant: four" in proc.stdout
+
+
+def test_replay_needs_voice(home: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "companion", "session", "--replay", str(tmp_path), "--home",
+         str(home)],
+        capture_output=True, text=True, cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "--replay needs --voice" in proc.stderr
