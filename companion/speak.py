@@ -12,6 +12,7 @@ import logging
 import re
 import tempfile
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,16 +27,37 @@ _SENTENCE = re.compile(r"(?<=[.!?;])\s+")
 # pyttsx3.init() hands every caller the same engine per driver, so speakers with
 # different voices share it: each render sets its own properties under this lock.
 _ENGINE_LOCK = threading.Lock()
-# pyttsx3 (2.99) runs espeak-ng in asynchronous retrieval mode and returns from
-# runAndWait() before the utterance is finished: the WAV is written later from
-# espeak's thread, and properties set meanwhile apply to the wrong utterance. So
-# each render waits for the driver's finished-utterance notification.
+# pyttsx3 (2.99) runs espeak-ng in asynchronous mode: runAndWait() returns before
+# the utterance is finished (the WAV is written later from espeak's thread), and its
+# endLoop cancels espeak's command queue, dropping voice/rate/volume changes still
+# queued there. So each render lets the property changes reach espeak first and
+# then waits for the driver's finished-utterance notification.
 _FINISHED = threading.Event()
 _RENDER_TIMEOUT_S = 30.0
 
 
 def _on_finished(**_: object) -> None:
     _FINISHED.set()
+
+
+def _wait_settled() -> None:
+    """Until espeak has applied the queued property changes (its queue is empty)."""
+    from pyttsx3.drivers import _espeak
+
+    deadline = time.monotonic() + 2.0
+    while _espeak.IsPlaying() and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
+def _wait_idle(engine: Any, text: str) -> None:
+    """Until espeak has finished the utterance and the driver is idle again (the
+    driver turns idle just after notifying; properties set before are queued late)."""
+    deadline = time.monotonic() + _RENDER_TIMEOUT_S
+    finished = _FINISHED.wait(_RENDER_TIMEOUT_S)
+    while engine.isBusy() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    if not finished or engine.isBusy():
+        log.warning("espeak-ng did not finish %r in time", text[:40])
 
 
 @dataclass(frozen=True)
@@ -103,11 +125,11 @@ class Speaker:
             with _ENGINE_LOCK, contextlib.redirect_stdout(io.StringIO()):  # the driver print()s
                 for key, value in self._props.items():
                     self._engine.setProperty(key, value)
+                _wait_settled()
                 self._engine.save_to_file(text, str(path))
                 _FINISHED.clear()
                 self._engine.runAndWait()
-                if not _FINISHED.wait(_RENDER_TIMEOUT_S):
-                    log.warning("espeak-ng did not finish %r in time", text[:40])
+                _wait_idle(self._engine, text)
             if path.exists() and path.stat().st_size > 44:
                 return path
             log.warning("espeak-ng wrote no audio for %r (attempt %d)", text[:40], attempt + 1)
