@@ -41,12 +41,12 @@ WINDOW = 128  # tokens per encoder window, [CLS] and [SEP] included
 
 @dataclass(frozen=True)
 class TrainConfig:
-    epochs: int = 3
+    epochs: int = 4
     lr: float = 1e-4
     head_lr: float = 2e-3
     batch_size: int = 32
     label_smoothing: float = 0.1
-    distill: float = 1.0  # weight of (1 - cos(student, frozen MiniLM)) keeping embeddings semantic
+    distill: float = 0.5  # weight of (1 - cos(student, frozen MiniLM)) keeping embeddings semantic
     dropout: float = 0.1
     seed: int = 1234
 
