@@ -36,7 +36,8 @@ class CachedEncoder:
 
     def __init__(self, encoder: Encoder) -> None:
         self.encoder = encoder
-        self.version = encoder.version
+        # Name, version and checksum: a rebuilt model never reuses another build's encodings.
+        self.version = f"{encoder.version}+{str(encoder.meta.get('sha256', ''))[:12]}"
         self._cache: dict[str, TextEncoding] = {}
 
     def encode(self, text: str) -> TextEncoding:
@@ -76,8 +77,8 @@ def story_emotions(story: Story, predicted: np.ndarray) -> np.ndarray:
     return probs.astype(np.float32)
 
 
-def bank_cache_path(model_version: str) -> Path:
-    return Path(__file__).resolve().parent / "data" / f"bank-{model_version}.npz"
+def bank_cache_path(model_name: str) -> Path:
+    return Path(__file__).resolve().parent / "data" / f"bank-{model_name}.npz"
 
 
 def write_bank_cache(encoder: Encoder, stories: Sequence[Story], path: Path) -> None:
@@ -85,6 +86,7 @@ def write_bank_cache(encoder: Encoder, stories: Sequence[Story], path: Path) -> 
     encoded = [encoder.encode(f"{s.title}. {s.text}") for s in stories]
     np.savez_compressed(
         path,
+        model=np.array(CachedEncoder(encoder).version),
         ids=np.array([s.id for s in stories]),
         hashes=np.array([content_hash(s.text) for s in stories]),
         embeddings=np.stack([e.embedding for e in encoded]).astype(np.float32),
@@ -93,10 +95,13 @@ def write_bank_cache(encoder: Encoder, stories: Sequence[Story], path: Path) -> 
 
 
 def _shipped_encodings(model_version: str) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
-    path = bank_cache_path(model_version)
+    path = bank_cache_path(model_version.split("+")[0])
     if not path.exists():
         return {}
     with np.load(path) as data:
+        if str(data["model"]) != model_version:
+            log.warning("%s was built for another model; encoding the bank instead", path.name)
+            return {}
         return {
             str(i): (str(h), e, m)
             for i, h, e, m in zip(

@@ -60,16 +60,18 @@ def test_bank_encodings_are_cached_and_recomputed_for_a_new_model(home: Path) ->
     versions = db.execute(
         "SELECT model_version, COUNT(*) FROM story_embeddings GROUP BY model_version"
     ).fetchall()
-    assert versions == [("companion-empathy-1", n_stories)]
+    assert len(versions) == 1 and versions[0][1] == n_stories
+    version = versions[0][0]
+    assert version.startswith("companion-empathy-1+")
     # Pretend the stored encodings came from an older model: the next session recomputes.
-    db.execute("UPDATE story_embeddings SET model_version = 'companion-empathy-0'")
+    db.execute("UPDATE story_embeddings SET model_version = 'companion-empathy-0+old'")
     run_text_session(home, SAD_STORY)
     counts = dict(
         db.execute(
             "SELECT model_version, COUNT(*) FROM story_embeddings GROUP BY model_version"
         ).fetchall()
     )
-    assert counts["companion-empathy-1"] == n_stories - 1  # all but the story already heard
+    assert counts[version] == n_stories - 1  # all but the story already heard
 
 
 def test_replay_is_exact_and_detects_tampering(home: Path) -> None:
@@ -121,6 +123,7 @@ def test_shipped_bank_cache_matches_stories_and_model() -> None:
     encoder = Encoder.load()
     stories = bundled_stories()
     with np.load(bank_cache_path(encoder.version)) as cache:
+        assert str(cache["model"]).startswith(encoder.version + "+" + encoder.meta["sha256"][:12])
         assert list(cache["ids"]) == [s.id for s in stories]
         assert list(cache["hashes"]) == [content_hash(s.text) for s in stories]
         for i in (0, len(stories) // 2, len(stories) - 1):
