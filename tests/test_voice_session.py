@@ -82,7 +82,9 @@ def test_spoken_session_stores_meant_values_or_nothing(home: Path, voice) -> Non
     confirmations = [t for t in turns if t["purpose"].endswith(".confirm")]
     assert len(confirmations) >= 2 * 8  # each stored rating was read back and confirmed
     heard = [t for t in turns if t["speaker"] == "participant" and t["purpose"] == "story"]
-    assert "market" in heard[0]["text"] or "rain" in heard[0]["text"]
+    # free-mode recognition of a story is rough, but it is the story being transcribed
+    said = set(STORY.lower().replace(".", "").split())
+    assert len(said & set(heard[0]["text"].split())) >= 4, heard[0]["text"]
     assert all(t["asr_confidence"] is not None for t in turns if t["speaker"] == "participant")
 
 
