@@ -133,7 +133,7 @@ def voice_settings(opened: Opened) -> VoiceSettings:
     """The [voice] config, with the protocol's audio-retention choice."""
     from companion.voice import VoiceSettings
 
-    values = {k: v for k, v in dataclasses.asdict(opened.config.voice).items() if v is not None}
+    values = dataclasses.asdict(opened.config.voice)
     values["keep_audio"] = opened.protocol.keep_audio
     return VoiceSettings(**values)
 

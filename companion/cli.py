@@ -22,6 +22,13 @@ home_option = click.option(
     "(default: $COMPANION_HOME or ~/.local/share/companion).",
 )
 
+db_file_option = click.option(
+    "--db",
+    "db_file",
+    type=click.Path(dir_okay=False, exists=True),
+    help="A database file instead of a home (e.g. a merged study database).",
+)
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="companion")
@@ -223,12 +230,7 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
 
 @cli.command()
 @home_option
-@click.option(
-    "--db",
-    "db_file",
-    type=click.Path(dir_okay=False, exists=True),
-    help="A database file instead of a home (e.g. a merged study database).",
-)
+@db_file_option
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="Directory.")
 def report(home, db_file, out) -> None:
     """Write a self-contained HTML report with plots (report.html in --out)."""
@@ -244,12 +246,7 @@ def report(home, db_file, out) -> None:
 
 @cli.command()
 @home_option
-@click.option(
-    "--db",
-    "db_file",
-    type=click.Path(dir_okay=False, exists=True),
-    help="A database file instead of a home (e.g. a merged study database).",
-)
+@db_file_option
 @click.option("--port", default=8001, show_default=True, help="Port on 127.0.0.1.")
 def browse(home, db_file, port) -> None:
     """Browse the database read-only in datasette on 127.0.0.1 (needs the browse extra)."""

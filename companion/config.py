@@ -33,20 +33,26 @@ def default_home() -> Path:
 
 @dataclass(frozen=True)
 class VoiceConfig:
-    """The [voice] table. None means "use the default" of the voice stack."""
+    """The [voice] table. None means "use the default" of the voice stack (companion.voice)."""
 
-    asr_backend: str | None = None
+    asr_backend: str | None = None  # "auto" | "vosk" | "pocketsphinx"
     vosk_model_dir: str | None = None
-    input_device: str | None = None
+    input_device: str | None = None  # audio devices by name (see `companion devices`)
     output_device: str | None = None
     tts_voice: str | None = None
     tts_rate: int | None = None
     tts_volume: float | None = None
-    end_silence_s: float | None = None
-    no_speech_timeout_s: float | None = None
-    max_story_s: float | None = None
-    vad_aggressiveness: int | None = None
-    keep_audio: bool | None = None
+    end_silence_s: float | None = None  # default 0.8
+    no_speech_timeout_s: float | None = None  # default 8
+    max_story_s: float | None = None  # default 180
+    max_answer_s: float | None = None  # default 15
+    vad_aggressiveness: int | None = None  # webrtcvad 0..3, default 2
+    frame_ms: int | None = None  # 10 | 20 | 30, default 30
+    # Below this speech-to-noise ratio a grammar decoder picks an answer from noise
+    # (measured: at 10 dB white noise espeak answers come out as "five"), so reject.
+    min_answer_snr_db: float | None = None  # default 15
+    # Save participant turns as 0600 WAVs. Set from the protocol's keep_audio, not config.toml.
+    keep_audio: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,8 @@ def parse_config(data: dict[str, Any], source: str) -> Config:
         raise ConfigError(f"{source}: voice: must be a table ([voice])")
     top = {k: v for k, v in data.items() if k != "voice"}
     values = _typed_fields(Config, top, source, "", skip={"voice"})
-    voice = VoiceConfig(**_typed_fields(VoiceConfig, voice_table, source, "voice.", skip=set()))
+    voice_values = _typed_fields(VoiceConfig, voice_table, source, "voice.", skip={"keep_audio"})
+    voice = VoiceConfig(**voice_values)
     config = Config(**values, voice=voice)
     if not PARTICIPANT_ID.match(config.participant_id):
         raise ConfigError(
@@ -175,7 +182,7 @@ def write_config(home: Home, config: Config) -> None:
     voice = [
         f"{f.name} = {_toml_value(getattr(config.voice, f.name))}"
         for f in dataclasses.fields(VoiceConfig)
-        if getattr(config.voice, f.name) is not None
+        if getattr(config.voice, f.name) is not None and f.name != "keep_audio"
     ]
     if voice:
         lines += ["", "[voice]", *voice]

@@ -9,7 +9,6 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from companion.audio import (
     resample,
     write_wav,
 )
+from companion.config import VoiceConfig
 from companion.dialogue import EndOfInput, Expectation, Heard
 from companion.errors import ConfigError
 from companion.listen import Mode, RecognizerFactory, pick_backend
@@ -34,27 +34,8 @@ from companion.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, T
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class VoiceSettings:
-    """None means the default."""
-
-    asr_backend: str | None = None  # "auto" | "vosk" | "pocketsphinx"
-    vosk_model_dir: str | None = None
-    input_device: str | None = None
-    output_device: str | None = None
-    tts_voice: str | None = None
-    tts_rate: int | None = None
-    tts_volume: float | None = None
-    end_silence_s: float | None = None  # default 0.8
-    no_speech_timeout_s: float | None = None  # default 8
-    max_story_s: float | None = None  # default 180
-    max_answer_s: float | None = None  # default 15
-    vad_aggressiveness: int | None = None  # webrtcvad 0..3, default 2
-    frame_ms: int | None = None  # 10 | 20 | 30, default 30
-    keep_audio: bool = False  # save participant turns as 0600 WAVs
-    # Below this speech-to-noise ratio a grammar decoder picks an answer from noise
-    # (measured: at 10 dB white noise espeak answers come out as "five"), so reject.
-    min_answer_snr_db: float | None = None  # default 15
+class VoiceSettings(VoiceConfig):
+    """The [voice] config with the voice stack's defaults applied. None means the default."""
 
     def turn_config(self, expect: Expectation) -> TurnConfig:
         if expect.kind == "story":
