@@ -22,6 +22,7 @@ import urllib.request
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from companion.checksum import sha256_file
 from companion.config import Home, load_config, write_config
 from companion.errors import AsrModelError
 
@@ -129,14 +130,11 @@ def _check_source(source: Path, sha256: str | None) -> None:
 
 
 def _verify(path: Path, sha256: str, label: str) -> None:
-    digest = hashlib.sha256()
     try:
-        with path.open("rb") as f:
-            while chunk := f.read(_CHUNK):
-                digest.update(chunk)
+        actual = sha256_file(path)
     except OSError as exc:
         raise AsrModelError(f"{label}: cannot read ({exc.strerror}); check the file") from exc
-    _check_digest(digest.hexdigest(), sha256, label)
+    _check_digest(actual, sha256, label)
 
 
 def _check_digest(actual: str, expected: str, label: str) -> None:

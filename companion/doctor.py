@@ -9,6 +9,7 @@ through importlib and never assumed to exist.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -96,7 +97,7 @@ def check_audio(config: Config, probes: Probes) -> list[Finding]:
 
 
 def _sidecar_ok(model: Path) -> Finding:
-    from companion.export import sha256_file
+    from companion.checksum import sha256_file
 
     sidecar = model.with_name(model.name + ".json")
     if not model.is_file():

@@ -7,7 +7,6 @@ against the sha256 in its JSON sidecar before it is loaded.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import logging
 import re
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from companion.checksum import sha256_file
 from companion.emotions import EMOTIONS
 from companion.errors import ModelError
 
@@ -61,14 +61,6 @@ def _version_key(path: Path) -> tuple[int, str]:
     return (int(m.group(1)) if m else -1, path.name)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _read_sidecar(model_path: Path) -> dict:
     sidecar = model_path.with_name(model_path.name + ".json")
     if not model_path.is_file():
@@ -80,13 +72,13 @@ def _read_sidecar(model_path: Path) -> dict:
         expected = str(meta["sha256"])
     except (ValueError, KeyError, TypeError) as exc:
         raise ModelError(f"sidecar {sidecar} is unreadable or has no sha256 ({exc})") from exc
-    if _sha256(model_path) != expected:
+    if sha256_file(model_path) != expected:
         raise ModelError(f"{model_path} does not match the sha256 in {sidecar.name}; reinstall it")
     tok = meta.get("tokenizer", {})
     tok_path = model_path.with_name(str(tok.get("file", "")))
     if not tok.get("file") or not tok_path.is_file():
         raise ModelError(f"tokenizer named in {sidecar} not found next to the model")
-    if _sha256(tok_path) != tok.get("sha256"):
+    if sha256_file(tok_path) != tok.get("sha256"):
         raise ModelError(f"{tok_path} does not match the sha256 in {sidecar.name}; reinstall it")
     if list(meta.get("labels", [])) != list(EMOTIONS):
         raise ModelError(f"{sidecar} labels differ from companion.emotions.EMOTIONS")

@@ -10,7 +10,6 @@ merge` and the collect playbook can verify what arrived.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ from typing import Any
 import sqlite_utils
 
 from companion import __version__, codebook
+from companion.checksum import sha256_file
 from companion.config import Home, load_config
 from companion.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
 from companion.errors import CompanionError
@@ -84,14 +84,6 @@ def device_id(home: Home) -> str:
     if not value:
         raise ExportError(f"{path}: empty device id; delete the file to generate a new one")
     return value
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def count_rows(db: sqlite_utils.Database, options: ExportOptions) -> int:
