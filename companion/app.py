@@ -158,6 +158,15 @@ class DemoResult:
     result: SessionResult
     table_counts: dict[str, int]
     answers: list[tuple[str, str, int | None, str]]  # instrument, item, value, status
+    meant: list[int | None]  # what the simulated participant meant, per answer
+
+    @property
+    def wrong(self) -> int:
+        """Stored values that differ from what was meant (must always be 0)."""
+        return sum(
+            1 for (_, _, value, _), m in zip(self.answers, self.meant, strict=True)
+            if value is not None and value != m
+        )  # fmt: skip
 
 
 def run_demo(home: str | Path | None, out: TextIO, voice: bool = False) -> DemoResult:
@@ -178,7 +187,8 @@ def run_demo(home: str | Path | None, out: TextIO, voice: bool = False) -> DemoR
         spoken = SynthesizedParticipantChannel(participant.reply, voice_settings(opened))
         channel = PrintingChannel(spoken, out)
     else:
-        channel = SimulatedChannel(SimulatedParticipant(), out)
+        participant = SimulatedParticipant()
+        channel = SimulatedChannel(participant, out)
     result = run_in_home(opened, channel)
     tables = ("participants", "sessions", "turns", "story_exposures", "self_reports", "events")
     counts = {t: opened.db[t].count for t in tables}
@@ -186,4 +196,6 @@ def run_demo(home: str | Path | None, out: TextIO, voice: bool = False) -> DemoR
         "SELECT instrument, item, value, status FROM self_reports WHERE session_id = ? ORDER BY id",
         [result.session_id],
     ).fetchall()
-    return DemoResult(path, result, counts, [tuple(r) for r in rows])
+    texts = {(i.id, it.id): it.text for i in opened.protocol.instruments for it in i.items}
+    meant = [participant.meant.get(texts[(r[0], r[1])]) for r in rows]
+    return DemoResult(path, result, counts, [tuple(r) for r in rows], meant)

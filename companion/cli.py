@@ -137,6 +137,11 @@ def demo(home, voice) -> None:
     click.echo("stored answers:")
     for instrument, item, value, status in done.answers:
         click.echo(f"  {instrument}.{item} = {'NULL' if value is None else value} ({status})")
+    stored = sum(1 for _, _, value, _ in done.answers if value is not None)
+    click.echo(
+        f"check: {stored - done.wrong} of {len(done.answers)} stored values are what the "
+        f"participant meant, {len(done.answers) - stored} missing, {done.wrong} wrong"
+    )
     counts = ", ".join(f"{table} {n}" for table, n in done.table_counts.items())
     click.echo(f"rows: {counts}")
     click.echo(f"database: {done.home / 'companion.db'}")

@@ -37,9 +37,9 @@ class SimulatedParticipant:
         self.story_turn = 0
         self.asked_repeat = False
         self.was_unclear = False
-        self.answers: list[tuple[str, int | None]] = []  # (question, intended value)
+        self.question = ""  # the question being answered (not a reprompt of it)
+        self.meant: dict[str, int] = {}  # question text -> the value the participant meant
         self.last_meant = ""  # the last answer meant, as the companion would read it back
-        self.last_question = ""
 
     def reply(self, last_prompt: str, expect: Expectation) -> str | None:
         if "is that right" in last_prompt.lower():
@@ -50,8 +50,11 @@ class SimulatedParticipant:
             text = STORY_TURNS[min(self.story_turn, len(STORY_TURNS) - 1)]
             self.story_turn += 1
             return text
+        if not any(marker in last_prompt for marker in ("try once more", "didn't quite catch")):
+            self.question = last_prompt
         if "yes or no" in last_prompt.lower():
-            self.last_meant = self.rng.choice(["yes", "no"])
+            value = self.meant.setdefault(self.question, self.rng.choice([0, 1]))
+            self.last_meant = ("no", "yes")[value]
             return self.last_meant
         if not self.asked_repeat:
             self.asked_repeat = True
@@ -59,12 +62,8 @@ class SimulatedParticipant:
         if not self.was_unclear:
             self.was_unclear = True
             return "hmm, three or four"
+        value = self.meant.setdefault(self.question, self.rng.randint(2, 5))
         words = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
-        retry = any(p in last_prompt for p in ("try once more", "didn't quite catch"))
-        if not self.answers or (last_prompt != self.last_question and not retry):
-            self.answers.append((last_prompt, self.rng.randint(2, 5)))
-            self.last_question = last_prompt
-        value = self.answers[-1][1] or 3  # after a retry, the same answer again
         self.last_meant = words[value]
         phrasing = self.rng.choice(self.phrasings)
         return phrasing.format(d=value, w=words[value])

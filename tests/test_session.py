@@ -228,5 +228,7 @@ def test_demo_runs_and_summarises(tmp_path: Path) -> None:
     assert "completed" in proc.stdout
     assert "mood.valence = 4 (answered)" in proc.stdout  # after a repeat and an unclear reply
     assert "felt_understood.felt_understood" in proc.stdout
+    assert "check: 10 of 10 stored values are what the participant meant" in proc.stdout
+    assert ", 0 wrong" in proc.stdout
     db = open_db(tmp_path / "demo" / "companion.db")
     assert db["sessions"].count == 1 and db["self_reports"].count == 10

@@ -121,3 +121,15 @@ def test_replay_needs_voice(home: Path, tmp_path: Path) -> None:
         capture_output=True, text=True, cwd=REPO, timeout=60,
     )  # fmt: skip
     assert proc.returncode == 2 and "--replay needs --voice" in proc.stderr
+
+
+def test_voice_demo_needs_no_microphone_and_stores_right_answers(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "companion", "demo", "--voice", "--home", str(tmp_path / "h")],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "completed" in proc.stdout and ", 0 wrong" in proc.stdout
+    db = open_db(tmp_path / "h" / "companion.db")
+    assert db.execute("SELECT mode FROM sessions").fetchone() == ("voice",)
+    assert db.execute("SELECT COUNT(value) FROM self_reports").fetchone()[0] >= 8
