@@ -373,7 +373,8 @@ def model_replay(home, participant_id) -> None:
     from companion.empathy import replay_participant
 
     opened = app.open_home(home, participant_id=participant_id)
-    report = replay_participant(opened.db, opened.config.participant_id)
+    post_story = {i.id for i in opened.protocol.instruments if i.phase == "post_story"}
+    report = replay_participant(opened.db, opened.config.participant_id, sorted(post_story))
     click.echo(
         f"participant {report.participant_id}: {report.ratings} ratings replayed, "
         f"max difference {report.max_difference:g}, "

@@ -26,7 +26,7 @@ from companion.match import Exposure, Ranked, choose_story
 from companion.session import Participant, StoryChooser
 from companion.similarity import ScoreWeights, score
 from companion.store import iso, transaction, utc_now
-from companion.stories import Story, content_hash, heard_story_ids, load_stories
+from companion.stories import Story, content_hash, heard_story_ids, unheard_stories
 
 log = logging.getLogger(__name__)
 
@@ -227,10 +227,9 @@ class EmpathicChooser(StoryChooser):
         self, db: sqlite_utils.Database, participant: Participant, condition: str, query: str,
         rng: random.Random,
     ) -> Exposure | None:  # fmt: skip
-        heard = heard_story_ids(db, participant.id)
-        candidates = [s for s in load_stories(db) if s.id not in heard]
+        candidates = unheard_stories(db, participant.id)
         state = load_state(db, participant.id)
-        seed = participant.seed * 1000 + len(heard)
+        seed = participant.seed * 1000 + len(heard_story_ids(db, participant.id))
         matcher = EmpathicMatcher(db, self.encoder, self.weights, state, seed)
         exposure = choose_story(condition, query, candidates, matcher, rng)
         if exposure is not None and query.strip():
@@ -243,14 +242,15 @@ class EmpathicChooser(StoryChooser):
         return exposure
 
     def learn(
-        self, db: sqlite_utils.Database, participant_id: str, session_id: int
-    ) -> Learned | None:
+        self, db: sqlite_utils.Database, participant_id: str, session_id: int,
+        instruments: Sequence[str],
+    ) -> Learned | None:  # fmt: skip
         """Update the participant's model from this session's post-story ratings."""
         row = db.execute(
             "SELECT id, components FROM story_exposures WHERE session_id = ? ORDER BY id DESC",
             [session_id],
         ).fetchone()
-        rating = post_story_rating(db, session_id)
+        rating = post_story_rating(db, session_id, instruments)
         if row is None or rating is None:
             return None
         features = json.loads(row[1] or "{}").get("features")
@@ -265,12 +265,17 @@ class EmpathicChooser(StoryChooser):
         return Learned(rating, state.n)
 
 
-def post_story_rating(db: sqlite_utils.Database, session_id: int) -> float | None:
-    """Mean of the answered post-story empathy items (the story_empathy instrument)."""
+def post_story_rating(
+    db: sqlite_utils.Database, session_id: int, instruments: Sequence[str]
+) -> float | None:
+    """Mean of the answered items of the protocol's post-story instruments."""
+    if not instruments:
+        return None
+    marks = ", ".join("?" * len(instruments))
     row = db.execute(
         "SELECT AVG(value), COUNT(value) FROM self_reports WHERE session_id = ? "
-        "AND instrument = 'story_empathy' AND value IS NOT NULL",
-        [session_id],
+        f"AND instrument IN ({marks}) AND value IS NOT NULL",
+        [session_id, *instruments],
     ).fetchone()
     return float(row[0]) if row and row[1] else None
 
@@ -287,7 +292,9 @@ class ReplayReport:
         return self.max_difference == 0.0 and self.rating_mismatches == 0
 
 
-def replay_participant(db: sqlite_utils.Database, participant_id: str) -> ReplayReport:
+def replay_participant(
+    db: sqlite_utils.Database, participant_id: str, instruments: Sequence[str]
+) -> ReplayReport:
     """Recompute the participant's model from the logged exposures and ratings; compare."""
     log_rows = db.execute(
         "SELECT e.session_id, e.components, e.learned_rating FROM story_exposures e "
@@ -299,7 +306,7 @@ def replay_participant(db: sqlite_utils.Database, participant_id: str) -> Replay
     mismatches = 0
     for session_id, components, learned in log_rows:
         features = json.loads(components)["features"]
-        if post_story_rating(db, session_id) != learned:
+        if post_story_rating(db, session_id, instruments) != learned:
             mismatches += 1
         pairs.append((features, learned))
     replayed = personalize.replay(pairs, PERSONALIZE)

@@ -91,18 +91,24 @@ def count_rows(db: sqlite_utils.Database, options: ExportOptions) -> int:
     return sum(db[t].count for t in TABLES if t in db.table_names())
 
 
+def _date_range(column: str, options: ExportOptions) -> tuple[list[str], list[Any]]:
+    """Conditions keeping `column` (an ISO date) within --since/--until."""
+    cond: list[str] = []
+    args: list[Any] = []
+    for op, bound in ((">=", options.since), ("<=", options.until)):
+        if bound:
+            cond.append(f"{column} {op} ?")
+            args.append(bound.isoformat())
+    return cond, args
+
+
 def _session_filter(options: ExportOptions) -> tuple[str, list[Any]]:
     where, args = ["1=1"], []
     if options.participant:
         where.append("participant_id = ?")
         args.append(options.participant)
-    if options.since:
-        where.append("local_date >= ?")
-        args.append(options.since.isoformat())
-    if options.until:
-        where.append("local_date <= ?")
-        args.append(options.until.isoformat())
-    return " AND ".join(where), args
+    cond, dates = _date_range("local_date", options)
+    return " AND ".join(where + cond), args + dates
 
 
 def _queries(options: ExportOptions) -> dict[str, tuple[str, list[Any]]]:
@@ -112,14 +118,8 @@ def _queries(options: ExportOptions) -> dict[str, tuple[str, list[Any]]]:
     events = f"WHERE session_id IN ({chosen})"
     event_args = list(args)
     if not options.participant:  # device-level events (start-up, errors) belong to no one
-        cond, extra = ["session_id IS NULL"], []
-        if options.since:
-            cond.append("substr(ts, 1, 10) >= ?")
-            extra.append(options.since.isoformat())
-        if options.until:
-            cond.append("substr(ts, 1, 10) <= ?")
-            extra.append(options.until.isoformat())
-        events += " OR (" + " AND ".join(cond) + ")"
+        cond, extra = _date_range("substr(ts, 1, 10)", options)
+        events += " OR (" + " AND ".join(["session_id IS NULL", *cond]) + ")"
         event_args += extra
     if options.participant:
         people = ("SELECT * FROM participants WHERE id = ? ORDER BY id", [options.participant])

@@ -8,9 +8,10 @@ point keeps everything said before it.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -23,7 +24,7 @@ from companion.dialogue import Channel, EndOfInput, Expectation, Heard
 from companion.match import Exposure, Matcher, choose_story, effective_condition
 from companion.protocol import Instrument, Item, Protocol
 from companion.store import ensure_participant, iso, log_event, transaction, utc_now
-from companion.stories import heard_story_ids, load_stories
+from companion.stories import heard_story_ids, unheard_stories
 
 log = logging.getLogger(__name__)
 
@@ -62,16 +63,18 @@ class StoryChooser:
         """Emotion probabilities of what the participant said; None if unknown."""
         return None
 
-    def learn(self, db: sqlite_utils.Database, participant_id: str, session_id: int) -> object:
-        """Called once the post-story ratings of a session are stored."""
+    def learn(
+        self, db: sqlite_utils.Database, participant_id: str, session_id: int,
+        instruments: Sequence[str],
+    ) -> object:  # fmt: skip
+        """Called once the post-story ratings (of `instruments`) of a session are stored."""
         return None
 
     def choose(
         self, db: sqlite_utils.Database, participant: Participant, condition: str,
         query: str, rng: random.Random,
     ) -> Exposure | None:  # fmt: skip
-        heard = heard_story_ids(db, participant.id)
-        candidates = [s for s in load_stories(db) if s.id not in heard]
+        candidates = unheard_stories(db, participant.id)
         return choose_story(condition, query, candidates, self.matcher, rng)
 
 
@@ -312,8 +315,6 @@ class SessionRun:
         return True
 
     def record_exposure(self, exposure: Exposure, story_condition: str) -> None:
-        import json
-
         # Recorded before reading: a story begun is a story heard, never repeated.
         with transaction(self.db):
             self.db.execute(
@@ -335,7 +336,10 @@ class SessionRun:
         if self.story_reading(story) and self.protocol.instruments_for("post_story", self.kind):
             self.say(self.prompt("instruments_intro"), "instruments_intro")
             self.instruments("post_story")
-            self.chooser.learn(self.db, self.participant.id, self.session_id)
+            post_story = self.protocol.instruments_for("post_story", self.kind)
+            self.chooser.learn(
+                self.db, self.participant.id, self.session_id, [i.id for i in post_story]
+            )
         self.instruments("closing")
         self.say(self.prompt("closing"), "closing")
         self.say(self.prompt("goodbye"), "goodbye")

@@ -66,24 +66,24 @@ def ensure_bank(db: sqlite_utils.Database) -> int:
 def add_stories(db: sqlite_utils.Database, stories: list[Story], source: str) -> ImportResult:
     known_hashes = {row[0] for row in db.execute("SELECT content_hash FROM stories")}
     known_ids = {row[0] for row in db.execute("SELECT id FROM stories")}
-    added = skipped = 0
-    now = iso(utc_now())
-    with transaction(db):
-        for story in stories:
-            digest = content_hash(story.text)
-            if digest in known_hashes or story.id in known_ids:
-                skipped += 1
-                continue
-            db.execute(
-                "INSERT INTO stories (id, title, text, emotion, tags, source, word_count, "
-                "content_hash, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [story.id, story.title, story.text, story.emotion, json.dumps(list(story.tags)),
-                 source, story.word_count, digest, now],
-            )  # fmt: skip
+    new: list[tuple[Story, str]] = []
+    for story in stories:
+        digest = content_hash(story.text)
+        if digest not in known_hashes and story.id not in known_ids:
+            new.append((story, digest))
             known_hashes.add(digest)
             known_ids.add(story.id)
-            added += 1
-    return ImportResult(added, skipped)
+    if new:  # every session start checks the bank: no write transaction when nothing is new
+        now = iso(utc_now())
+        with transaction(db):
+            for story, digest in new:
+                db.execute(
+                    "INSERT INTO stories (id, title, text, emotion, tags, source, word_count, "
+                    "content_hash, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [story.id, story.title, story.text, story.emotion,
+                     json.dumps(list(story.tags)), source, story.word_count, digest, now],
+                )  # fmt: skip
+    return ImportResult(len(new), len(stories) - len(new))
 
 
 def import_file(db: sqlite_utils.Database, path: Path) -> ImportResult:
@@ -181,6 +181,12 @@ def load_stories(db: sqlite_utils.Database) -> list[Story]:
         Story(row["id"], row["title"], row["text"], row["emotion"], tuple(json.loads(row["tags"])))
         for row in db.query("SELECT * FROM stories ORDER BY id")
     ]
+
+
+def unheard_stories(db: sqlite_utils.Database, participant_id: str) -> list[Story]:
+    """The bank minus every story this participant has heard (or begun to hear)."""
+    heard = heard_story_ids(db, participant_id)
+    return [s for s in load_stories(db) if s.id not in heard]
 
 
 def heard_story_ids(db: sqlite_utils.Database, participant_id: str) -> set[str]:

@@ -85,13 +85,13 @@ def test_replay_is_exact_and_detects_tampering(home: Path) -> None:
     db.execute(
         "UPDATE self_reports SET value = 1 WHERE id = (SELECT MAX(id) - 1 FROM self_reports)"
     )
-    report = replay_participant(db, "P042")
+    report = replay_participant(db, "P042", ["story_empathy"])
     assert report.rating_mismatches == 1 and not report.identical
     # ...and so is a stored model that no longer matches the log.
     state = json.loads(db.execute("SELECT state FROM participant_models").fetchone()[0])
     state["shift"][1] += 0.5
     db.execute("UPDATE participant_models SET state = ?", [json.dumps(state)])
-    assert replay_participant(db, "P042").max_difference == 0.5
+    assert replay_participant(db, "P042", ["story_empathy"]).max_difference == 0.5
     proc = run_cli("model", "replay", "--home", str(home))
     assert proc.returncode == 1 and "DIFFERENT" in proc.stdout
 
