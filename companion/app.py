@@ -19,18 +19,18 @@ from typing import TYPE_CHECKING, TextIO
 
 import sqlite_utils
 
-from companion.config import Config, Home, load_config, resolve_home, write_config
-from companion.dialogue import Channel
+from companion.engine.dialogue import Channel
+from companion.engine.match import LexicalMatcher
+from companion.engine.protocol import Protocol, load_protocol
+from companion.engine.session import Participant, SessionResult, StoryChooser, run_session
+from companion.engine.simulate import PrintingChannel, SimulatedChannel, SimulatedParticipant
+from companion.engine.stories import ensure_bank
 from companion.errors import CompanionError, SessionBusyError
-from companion.match import LexicalMatcher
-from companion.protocol import Protocol, load_protocol
-from companion.session import Participant, SessionResult, StoryChooser, run_session
-from companion.simulate import PrintingChannel, SimulatedChannel, SimulatedParticipant
-from companion.store import ensure_participant, log_event, open_db
-from companion.stories import ensure_bank
+from companion.settings.config import Config, Home, load_config, resolve_home, write_config
+from companion.store.db import ensure_participant, log_event, open_db
 
 if TYPE_CHECKING:
-    from companion.voice import VoiceSettings
+    from companion.voice.channels import VoiceSettings
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +86,9 @@ def story_chooser(opened: Opened) -> StoryChooser:
         return opened.cache["chooser"]  # type: ignore[return-value]
     chooser: StoryChooser
     try:
-        from companion.empathy import EmpathicChooser
-        from companion.encode import Encoder
-        from companion.similarity import ScoreWeights
+        from companion.model.empathy import EmpathicChooser
+        from companion.model.encode import Encoder
+        from companion.model.similarity import ScoreWeights
 
         model = Path(opened.config.model).expanduser() if opened.config.model else None
         encoder = Encoder.load(model)
@@ -107,8 +107,8 @@ def prepare_bank(opened: Opened) -> int:
     Returns how many stories the model has encodings for (0 with the lexical fallback).
     """
     chooser = story_chooser(opened)
-    from companion.empathy import EmpathicChooser, bank_encodings
-    from companion.stories import load_stories
+    from companion.engine.stories import load_stories
+    from companion.model.empathy import EmpathicChooser, bank_encodings
 
     if not isinstance(chooser, EmpathicChooser):
         return 0
@@ -131,7 +131,7 @@ def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> Se
 
 def voice_settings(opened: Opened) -> VoiceSettings:
     """The [voice] config, with the protocol's audio-retention choice."""
-    from companion.voice import VoiceSettings
+    from companion.voice.channels import VoiceSettings
 
     values = dataclasses.asdict(opened.config.voice)
     values["keep_audio"] = opened.protocol.keep_audio
@@ -144,7 +144,7 @@ def audio_dir(opened: Opened) -> Path:
 
 def voice_channel(opened: Opened, replay: Path | None = None) -> Channel:
     """Microphone and speaker, or participant turns replayed from WAV files."""
-    from companion.voice import ReplayChannel, open_voice_channel
+    from companion.voice.channels import ReplayChannel, open_voice_channel
 
     settings = voice_settings(opened)
     if replay is not None:
@@ -181,7 +181,7 @@ def run_demo(home: str | Path | None, out: TextIO, voice: bool = False) -> DemoR
     opened = open_home(path)
     channel: Channel
     if voice:
-        from companion.voice import SynthesizedParticipantChannel
+        from companion.voice.channels import SynthesizedParticipantChannel
 
         participant = SimulatedParticipant(spoken=True)
         spoken = SynthesizedParticipantChannel(participant.reply, voice_settings(opened))

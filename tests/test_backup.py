@@ -9,7 +9,7 @@ import pytest
 import time_machine
 
 from companion import app
-from companion.backup import BackupError, backup_now, list_backups, restore
+from companion.store.backup import BackupError, backup_now, list_backups, restore
 from tests.conftest import run_text_session
 from tests.test_service import World, local, make_home, slot_rows
 

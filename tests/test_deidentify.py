@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from companion.deidentify import load_or_create_salt, pseudonym, redactor_for
-from companion.export import ExportOptions, export_home
+from companion.research.deidentify import load_or_create_salt, pseudonym, redactor_for
+from companion.research.export import ExportOptions, export_home
 from tests.conftest import run_cli
 from tests.study_data import PLANTED, fill_study, make_home
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from companion.config import Config, Home, VoiceConfig, write_config
-from companion.doctor import Probes, run_checks
+from companion.ops.doctor import Probes, run_checks
+from companion.settings.config import Config, Home, VoiceConfig, write_config
 from tests.conftest import run_cli
 from tests.study_data import make_home, run_scripted, session_lines
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from companion import app
-from companion.empathy import EmpathicChooser, replay_participant
-from companion.store import open_db
+from companion.model.empathy import EmpathicChooser, replay_participant
+from companion.store.db import open_db
 from tests.conftest import run_cli, run_text_session
 from tests.test_session import SCRIPT
 
@@ -116,9 +116,9 @@ def test_missing_model_falls_back_to_lexical_with_a_warning(home: Path, tmp_path
 
 def test_shipped_bank_cache_matches_stories_and_model() -> None:
     """The precomputed encodings are those of today's stories under today's model."""
-    from companion.empathy import bank_cache_path
-    from companion.encode import Encoder
-    from companion.stories import bundled_stories, content_hash
+    from companion.engine.stories import bundled_stories, content_hash
+    from companion.model.empathy import bank_cache_path
+    from companion.model.encode import Encoder
 
     encoder = Encoder.load()
     stories = bundled_stories()

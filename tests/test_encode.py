@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from companion.emotions import EMOTIONS
-from companion.encode import Encoder, TextEncoding, default_model_dir, evaluate_emotions
 from companion.errors import ConfigError, ModelError
-from companion.personalize import FAMILY_OF
+from companion.model.encode import Encoder, TextEncoding, default_model_dir, evaluate_emotions
+from companion.model.personalize import FAMILY_OF
 from tests.conftest import REPO, run_cli
 
 SAD = "My grandmother died last night and I cried for hours, I miss her so much."
@@ -107,9 +107,9 @@ def test_emotions_are_probabilities_and_tell_sad_from_joyful(encoder: Encoder) -
 def test_runtime_never_imports_torch() -> None:
     code = (
         "import sys\n"
-        "from companion.encode import Encoder\n"
+        "from companion.model.encode import Encoder\n"
         "e = Encoder.load(); e.encode('a short test sentence ' * 80)\n"
-        "from companion import similarity, personalize\n"
+        "from companion.model import similarity, personalize\n"
         "print('torch' in sys.modules)\n"
     )
     out = subprocess.run(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.protocol import default_protocol_text
+from companion.engine.protocol import default_protocol_text
 from tests.conftest import run_cli
 
 DEFAULT = default_protocol_text()
@@ -98,7 +98,7 @@ def test_bad_input_loses_nothing_already_stored(tmp_path: Path) -> None:
     (home / "config.toml").write_text('timezone = "Nowhere/Land"\n')
     assert run_cli("session", "--text", "--home", str(home), input="1\n").returncode == 2
     (home / "config.toml").write_text('participant_id = "P001"\n')
-    from companion.store import open_db
+    from companion.store.db import open_db
 
     db = open_db(home / "companion.db")
     assert sorted(v for (v,) in db.execute("SELECT value FROM self_reports")) == [4, 5]

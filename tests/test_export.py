@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from companion import codebook
-from companion.config import Home
-from companion.export import TABLES, ExportError, ExportOptions, export_home, read_manifest
+from companion.research import codebook
+from companion.research.export import TABLES, ExportError, ExportOptions, export_home, read_manifest
+from companion.settings.config import Home
 from tests.conftest import run_cli
 from tests.study_data import fill_study, make_home, session_lines
 

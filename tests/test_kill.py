@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from companion import app
-from companion.config import Config, Home, write_config
-from companion.service import Service
+from companion.service.runner import Service
+from companion.settings.config import Config, Home, write_config
 
 REPO = Path(__file__).resolve().parent.parent
 KILLS = int(os.environ.get("COMPANION_KILLS", "40"))

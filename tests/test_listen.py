@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from companion.errors import ModelError
-from companion.listen import PocketsphinxFactory, Recognizer, build_jsgf, pick_backend
+from companion.voice.listen import PocketsphinxFactory, Recognizer, build_jsgf, pick_backend
 from tests.conftest_voice import ANSWER_VOCAB, STORY, pad, speech_pcm, sphinx, vosk_ko, with_noise
 
 __all__ = ["sphinx", "vosk_ko"]

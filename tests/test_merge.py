@@ -9,8 +9,8 @@ import sqlite3
 
 import pytest
 
-from companion.export import TABLES, ExportError, ExportOptions, export_home
-from companion.merge import MergeError, merge_exports
+from companion.research.export import TABLES, ExportError, ExportOptions, export_home
+from companion.research.merge import MergeError, merge_exports
 from tests.conftest import run_cli
 from tests.study_data import build_study
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from companion.emotions import EMOTIONS
-from companion.encode import Encoder
-from companion.personalize import (
+from companion.model.encode import Encoder
+from companion.model.personalize import (
     FAMILY_NAMES,
     FAMILY_OF,
     N_FEATURES,
@@ -19,7 +19,7 @@ from companion.personalize import (
     story_features,
     update,
 )
-from companion.similarity import score
+from companion.model.similarity import score
 
 # Story-like texts written for this test: half uplifting, half about loss or worry.
 UPLIFTING = [

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from companion.config import Config, Home, write_config
+from companion.engine.protocol import default_protocol_text
 from companion.errors import ConfigError
-from companion.protocol import default_protocol_text
-from companion.store import open_db
+from companion.settings.config import Config, Home, write_config
+from companion.store.db import open_db
 from tests.conftest import REPO, run_text_session
 from tests.test_session import SCRIPT
 
@@ -128,11 +128,16 @@ def test_ctrl_c_ends_the_session_as_interrupted(home: Path) -> None:
 
 def test_personalisation_learns_a_preferred_emotion_family_within_five_sessions() -> None:
     """The shipped configuration: a participant who rates one emotion family high sees it rise."""
-    from companion import personalize
-    from companion.empathy import PERSONALIZE, CachedEncoder, _shipped_encodings, story_emotions
-    from companion.encode import Encoder
-    from companion.similarity import ScoreWeights, score
-    from companion.stories import bundled_stories
+    from companion.engine.stories import bundled_stories
+    from companion.model import personalize
+    from companion.model.empathy import (
+        PERSONALIZE,
+        CachedEncoder,
+        _shipped_encodings,
+        story_emotions,
+    )
+    from companion.model.encode import Encoder
+    from companion.model.similarity import ScoreWeights, score
 
     encoder = CachedEncoder(Encoder.load())
     stories = bundled_stories()

@@ -8,8 +8,8 @@ import zlib
 
 import pytest
 
-from companion.merge import merge_exports
-from companion.report import ReportError, load, mean_ci, write_report
+from companion.research.merge import merge_exports
+from companion.research.report import ReportError, load, mean_ci, write_report
 from tests.conftest import run_cli
 from tests.study_data import build_study
 

@@ -8,9 +8,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from apscheduler.triggers.date import DateTrigger
 
+from companion.engine.protocol import default_protocol_text, parse_protocol
 from companion.errors import ConfigError
-from companion.protocol import default_protocol_text, parse_protocol
-from companion.schedule import (
+from companion.service.schedule import (
     Attempt,
     ScheduleConfig,
     Window,

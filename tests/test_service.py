@@ -19,12 +19,12 @@ from apscheduler.executors.debug import DebugExecutor
 from apscheduler.schedulers.base import BaseScheduler
 
 from companion import app
-from companion.config import Config, Home, write_config
-from companion.dialogue import EndOfInput, Expectation, Heard
-from companion.protocol import default_protocol_text
-from companion.schedule import INVITE_VOCABULARY
-from companion.service import Service, make_scheduler
-from companion.store import log_event, open_db, utc_now
+from companion.engine.dialogue import EndOfInput, Expectation, Heard
+from companion.engine.protocol import default_protocol_text
+from companion.service.runner import Service, make_scheduler
+from companion.service.schedule import INVITE_VOCABULARY
+from companion.settings.config import Config, Home, write_config
+from companion.store.db import log_event, open_db, utc_now
 
 STORY = "I walked by the river with my brother and we talked about our father."
 
@@ -378,7 +378,7 @@ def test_systemd_unit_verifies(tmp_path: Path) -> None:
 def test_damaged_database_is_refused_with_an_event(tmp_path: Path) -> None:
     import sqlite3
 
-    from companion.store import DatabaseError
+    from companion.store.db import DatabaseError
 
     home = make_home(tmp_path)
     with time_machine.travel(local(0, 8), tick=False) as traveller:
@@ -402,8 +402,8 @@ def test_damaged_database_is_refused_with_an_event(tmp_path: Path) -> None:
 
 
 def test_clock_before_the_build_date_is_not_trusted(tmp_path: Path) -> None:
-    from companion.schedule import BUILD_DATE
-    from companion.service import clock_problem
+    from companion.clock import BUILD_DATE
+    from companion.service.runner import clock_problem
 
     home = make_home(tmp_path)
     db = app.open_home(home).db

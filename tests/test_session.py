@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from companion import app
-from companion.protocol import load_protocol
-from companion.store import open_db
+from companion.engine.protocol import load_protocol
+from companion.store.db import open_db
 from tests.conftest import REPO, run_text_session
 
 # One scripted participant: each entry is (reply, expected stored value or None).
@@ -180,7 +180,7 @@ def test_counterbalanced_alternates_conditions(home: Path, tmp_path: Path) -> No
     protocol_file = tmp_path / "cb.toml"
     text = (Path(app.__file__).parent / "data" / "default_protocol.toml").read_text()
     protocol_file.write_text(text.replace('condition = "matched"', 'condition = "counterbalanced"'))
-    from companion.config import Config, Home, write_config
+    from companion.settings.config import Config, Home, write_config
 
     write_config(Home(home), Config(participant_id="P042", participant_name="Robin",
                                     protocol=str(protocol_file)))  # fmt: skip

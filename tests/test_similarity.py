@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from companion.similarity import ScoreWeights, emotion_similarity, rank, score
+from companion.model.similarity import ScoreWeights, emotion_similarity, rank, score
 
 
 @dataclass(frozen=True)

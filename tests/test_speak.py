@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from companion.audio import DeviceError, WavSink, resample
 from companion.errors import ConfigError
-from companion.listen import PocketsphinxFactory
-from companion.speak import Speaker, SpeakerSettings, split_sentences
+from companion.voice.audio import DeviceError, WavSink, resample
+from companion.voice.listen import PocketsphinxFactory
+from companion.voice.speak import Speaker, SpeakerSettings, split_sentences
 from tests.conftest_voice import ANSWER_VOCAB, pad, sphinx
 
 __all__ = ["sphinx"]

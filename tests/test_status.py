@@ -9,7 +9,7 @@ from pathlib import Path
 import time_machine
 
 from companion import app
-from companion.status import audio_problem, compute_status, format_status
+from companion.service.status import audio_problem, compute_status, format_status
 from tests.conftest import run_cli
 from tests.test_service import LONDON, World, local, make_home
 

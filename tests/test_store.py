@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from companion.store import SCHEMA_VERSION, DatabaseError, migrate, open_db, schema_version
+from companion.store.db import SCHEMA_VERSION, DatabaseError, migrate, open_db, schema_version
 from tests.conftest import run_cli, run_text_session
 
 TABLES = {"participants", "sessions", "turns", "stories", "story_exposures", "self_reports",

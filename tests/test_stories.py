@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from companion.emotions import EMOTIONS
-from companion.stories import bundled_stories
+from companion.engine.stories import bundled_stories
 from tests.conftest import run_cli
 
 STORY_TEXT = " ".join(["This is a short test story about a walk by the sea."] * 4)

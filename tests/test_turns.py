@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import webrtcvad
 
-from companion.audio import frame_bytes
-from companion.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, TurnEnded
+from companion.voice.audio import frame_bytes
+from companion.voice.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, TurnEnded
 from tests.conftest_voice import pad, speech_pcm
 
 

@@ -6,9 +6,9 @@ import stat
 
 import pytest
 
-from companion.audio import WavSink, WavSource
-from companion.dialogue import EndOfInput, Expectation
-from companion.voice import (
+from companion.engine.dialogue import EndOfInput, Expectation
+from companion.voice.audio import WavSink, WavSource
+from companion.voice.channels import (
     ReplayChannel,
     SynthesizedParticipantChannel,
     VoiceChannel,
@@ -70,7 +70,7 @@ def test_never_transcribes_itself(sphinx) -> None:
 
         def play(self, pcm: bytes, sample_rate: int) -> None:
             super().play(pcm, sample_rate)
-            from companion.audio import resample
+            from companion.voice.audio import resample
 
             self.mic.feed(resample(pcm, sample_rate))
 
@@ -86,7 +86,7 @@ def test_never_transcribes_itself(sphinx) -> None:
 
 
 def resample_played(sink: WavSink) -> bytes:
-    from companion.audio import resample
+    from companion.voice.audio import resample
 
     pcm, rate = sink.played[0]
     return resample(pcm, rate) + b"\0" * 32000

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from companion import app
-from companion.answers import NUMBER_NAMES
-from companion.dialogue import Expectation
-from companion.protocol import load_protocol
-from companion.speak import SpeakerSettings
-from companion.store import open_db
-from companion.voice import SynthesizedParticipantChannel
+from companion.engine.answers import NUMBER_NAMES
+from companion.engine.dialogue import Expectation
+from companion.engine.protocol import load_protocol
+from companion.store.db import open_db
+from companion.voice.channels import SynthesizedParticipantChannel
+from companion.voice.speak import SpeakerSettings
 from tests.conftest import REPO
 from tests.conftest_voice import speech_wav
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from companion.export import ExportOptions, export_home  # noqa: E402
-from companion.merge import merge_exports  # noqa: E402
-from companion.report import write_report  # noqa: E402
+from companion.research.export import ExportOptions, export_home  # noqa: E402
+from companion.research.merge import merge_exports  # noqa: E402
+from companion.research.report import write_report  # noqa: E402
 from tests.study_data import fill_study, make_home  # noqa: E402
 
 

@@ -42,7 +42,7 @@ def main() -> None:
     start = (datetime.now(UTC) + timedelta(hours=3)).strftime("%H:00")
     end_hour = (datetime.now(UTC) + timedelta(hours=4)).hour
     protocol = home / "protocol.toml"
-    from companion.protocol import default_protocol_text
+    from companion.engine.protocol import default_protocol_text
 
     window = f'["{start}-{end_hour:02d}:00"]' if end_hour > int(start[:2]) else '["23:00-23:59"]'
     protocol.write_text(default_protocol_text() + f"\n[schedule]\nwindows = {window}\n")

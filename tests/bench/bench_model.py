@@ -29,8 +29,8 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
-from companion.encode import Encoder  # noqa: E402
-from companion.similarity import ScoreWeights, rank  # noqa: E402
+from companion.model.encode import Encoder  # noqa: E402
+from companion.model.similarity import ScoreWeights, rank  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = [
@@ -70,7 +70,7 @@ def latency_ms(sessions: dict[str, ort.InferenceSession], tokens: int, runs: int
 
 def rss_mb() -> float:
     code = (
-        "from companion.encode import Encoder\n"
+        "from companion.model.encode import Encoder\n"
         "e = Encoder.load(); e.encode('hello there, how was your day?')\n"
         "s = open('/proc/self/status').read().split('\\n')\n"
         "print([l.split()[1] for l in s if l.startswith('VmHWM')][0])\n"

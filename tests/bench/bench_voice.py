@@ -50,7 +50,7 @@ def rss_mb() -> float:
 
 
 def load(backend: str):
-    from companion.listen import PocketsphinxFactory, VoskFactory
+    from companion.voice.listen import PocketsphinxFactory, VoskFactory
 
     if backend == "pocketsphinx":
         return PocketsphinxFactory()
@@ -76,7 +76,7 @@ def run_turn(factory, mode: str, vocab: tuple[str, ...], pcm: bytes) -> dict[str
     """One turn with frames arriving every 30 ms; a virtual clock models the backlog."""
     import webrtcvad
 
-    from companion.turns import TurnConfig, TurnDetector, TurnEnded
+    from companion.voice.turns import TurnConfig, TurnDetector, TurnEnded
 
     vad = webrtcvad.Vad(2)
     det = TurnDetector(TurnConfig(frame_ms=FRAME_MS, end_silence_s=END_SILENCE_S,

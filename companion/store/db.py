@@ -11,24 +11,16 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from companion.clock import iso, utc_now
 from companion.errors import CompanionError
 
 log = logging.getLogger(__name__)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def iso(moment: datetime) -> str:
-    """UTC ISO 8601 with milliseconds, e.g. 2026-11-29T16:05:07.123+00:00."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
 def _v1_core(db: sqlite_utils.Database) -> None:

@@ -19,14 +19,15 @@ from pathlib import Path
 import numpy as np
 import sqlite_utils
 
-from companion import personalize
+from companion.clock import iso, utc_now
 from companion.emotions import EMOTIONS
-from companion.encode import Encoder, TextEncoding
-from companion.match import Exposure, Ranked, choose_story
-from companion.session import Participant, StoryChooser
-from companion.similarity import ScoreWeights, score
-from companion.store import iso, transaction, utc_now
-from companion.stories import Story, content_hash, heard_story_ids, unheard_stories
+from companion.engine.match import Exposure, Ranked, choose_story
+from companion.engine.session import Participant, StoryChooser
+from companion.engine.stories import Story, content_hash, heard_story_ids, unheard_stories
+from companion.model import personalize
+from companion.model.encode import Encoder, TextEncoding
+from companion.model.similarity import ScoreWeights, score
+from companion.store.db import transaction
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def story_emotions(story: Story, predicted: np.ndarray) -> np.ndarray:
 
 
 def bank_cache_path(model_name: str) -> Path:
-    return Path(__file__).resolve().parent / "data" / f"bank-{model_name}.npz"
+    return Path(__file__).resolve().parent.parent / "data" / f"bank-{model_name}.npz"
 
 
 def write_bank_cache(encoder: Encoder, stories: Sequence[Story], path: Path) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 
+from companion.emotions import family_of
+
 # How each emotion is named in a sentence ("you felt ___").
 FEELING_WORDS: dict[str, str] = {
     "surprised": "surprised", "excited": "excited", "annoyed": "annoyed", "proud": "proud",
@@ -24,46 +26,42 @@ FEELING_WORDS: dict[str, str] = {
     "apprehensive": "uneasy", "faithful": "loyal",
 }  # fmt: skip
 
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "bright": ("surprised", "excited", "proud", "grateful", "impressed", "confident", "hopeful",
-               "joyful", "prepared", "anticipating", "content"),
-    "heavy": ("sad", "lonely", "disappointed", "devastated", "nostalgic", "sentimental"),
-    "heated": ("annoyed", "angry", "disgusted", "furious", "jealous"),
-    "fearful": ("afraid", "terrified", "anxious", "apprehensive"),
-    "self_conscious": ("guilty", "embarrassed", "ashamed"),
-    "warm": ("caring", "trusting", "faithful"),
-}  # fmt: skip
-
+# Phrases per emotion family (companion.emotions.FAMILIES); each fits every member's feeling word.
 NAMED: dict[str, tuple[str, ...]] = {
-    "bright": (
+    "joy": (
         "It sounds like you felt {feeling}. I'm glad you told me about it.",
         "I can hear how {feeling} that made you. That's lovely to share.",
         "That sounds like a moment that left you feeling {feeling}.",
     ),
-    "heavy": (
+    "tender": (
+        "It sounds like you felt {feeling}. Thank you for sharing something so close to you.",
+        "I can hear how {feeling} you felt. That's something worth holding on to.",
+        "Feeling {feeling} like that shows how much it means to you.",
+    ),
+    "anticipation": (
+        "It sounds like you felt {feeling}. Thank you for telling me.",
+        "I can hear that you were {feeling}. That's quite a moment.",
+        "That sounds like it left you feeling {feeling}.",
+    ),
+    "sadness": (
         "It sounds like that left you feeling {feeling}. Thank you for telling me.",
         "That sounds hard. I can understand feeling {feeling} after that.",
         "I'm sorry. It makes sense that you'd feel {feeling}.",
     ),
-    "heated": (
-        "It sounds like that made you feel {feeling}, and that's understandable.",
-        "I can see why you'd be {feeling} about that.",
-        "That would leave a lot of people feeling {feeling}.",
-    ),
-    "fearful": (
+    "fear": (
         "That sounds like it made you feel {feeling}. That's a lot to carry.",
         "It makes sense to feel {feeling} when things are uncertain like that.",
         "I can hear that you felt {feeling}. Thank you for sharing it with me.",
     ),
-    "self_conscious": (
+    "anger": (
+        "It sounds like that made you feel {feeling}, and that's understandable.",
+        "I can see why you'd be {feeling} about that.",
+        "That would leave a lot of people feeling {feeling}.",
+    ),
+    "shame": (
         "It sounds like you felt {feeling}. Those moments can stay with us.",
         "Feeling {feeling} like that is very human. Thank you for being open about it.",
         "I appreciate you telling me, even though you felt {feeling}.",
-    ),
-    "warm": (
-        "It sounds like you felt {feeling}. That says a lot about you.",
-        "I can hear how {feeling} you were. That's a good thing to hold on to.",
-        "That's a {feeling} way to be. Thank you for sharing it.",
     ),
 }
 
@@ -78,10 +76,6 @@ NEUTRAL: tuple[str, ...] = (
 )
 
 DEFAULT_THRESHOLD = 0.35
-
-
-def family_of(emotion: str) -> str | None:
-    return next((name for name, members in FAMILIES.items() if emotion in members), None)
 
 
 def acknowledgement(

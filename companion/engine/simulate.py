@@ -12,8 +12,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TextIO
 
-from companion.dialogue import Channel, EndOfInput, Expectation, Heard
-from companion.store import utc_now
+from companion.clock import utc_now
+from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
 
 STORY_TURNS = (
     "Last weekend my sister and I finally cleared out our late grandmother's garden shed. "

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from companion.errors import ConfigError
-from companion.schedule import ScheduleConfig, parse_schedule
+from companion.service.schedule import ScheduleConfig, parse_schedule
 
 Condition = Literal["matched", "random", "counterbalanced"]
 CONDITIONS = ("matched", "random", "counterbalanced")

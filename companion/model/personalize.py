@@ -18,23 +18,13 @@ from typing import Literal
 
 import numpy as np
 
-from companion.emotions import EMOTION_INDEX, EMOTIONS
+from companion.emotions import EMOTIONS, FAMILY_NAMES
+from companion.emotions import FAMILY_OF as EMOTION_FAMILY
 
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "joy": ("excited", "proud", "grateful", "impressed", "confident", "joyful", "content"),
-    "tender": ("caring", "trusting", "faithful", "sentimental", "nostalgic"),
-    "anticipation": ("surprised", "hopeful", "anticipating", "prepared"),
-    "sadness": ("sad", "lonely", "disappointed", "devastated"),
-    "fear": ("afraid", "terrified", "anxious", "apprehensive"),
-    "anger": ("annoyed", "angry", "furious", "disgusted", "jealous"),
-    "shame": ("guilty", "embarrassed", "ashamed"),
-}
-FAMILY_NAMES: tuple[str, ...] = tuple(FAMILIES)
-FAMILY_OF: np.ndarray = np.zeros(len(EMOTIONS), dtype=np.int64)  # emotion index -> family index
-for _f, _members in enumerate(FAMILIES.values()):
-    for _name in _members:
-        FAMILY_OF[EMOTION_INDEX[_name]] = _f
-assert sum(len(m) for m in FAMILIES.values()) == len(EMOTIONS)
+# emotion index -> family index (companion.emotions.FAMILIES), for vectorised features
+FAMILY_OF: np.ndarray = np.array(
+    [FAMILY_NAMES.index(EMOTION_FAMILY[e]) for e in EMOTIONS], dtype=np.int64
+)
 
 FEATURE_NAMES: tuple[str, ...] = (
     "bias", "semantic", "emotion", *(f"family_{f}" for f in FAMILY_NAMES), "log_words",

@@ -23,8 +23,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from companion.config import Config, Home, load_config
 from companion.errors import CompanionError
+from companion.settings.config import Config, Home, load_config
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def check_models(home: Home, config: Config) -> list[Finding]:
         out.append(_sidecar_ok(path if path.is_absolute() else home.path / path))
     else:
         try:
-            encode = importlib.import_module("companion.encode")
+            encode = importlib.import_module("companion.model.encode")
             folder = encode.default_model_dir()
             newest = max(folder.glob(encode.MODEL_GLOB), key=encode._version_key)
             out.append(_sidecar_ok(newest))
@@ -155,7 +155,7 @@ def _vosk_dir(home: Home, config: Config) -> Path | None:
     if os.environ.get("COMPANION_VOSK_MODEL"):
         return Path(os.environ["COMPANION_VOSK_MODEL"])
     try:
-        module = importlib.import_module("companion.asr_models")
+        module = importlib.import_module("companion.voice.asr")
     except ImportError:
         module = None
     for name in ("installed_model_dir", "find_model", "default_model_dir"):

@@ -23,13 +23,15 @@ from typing import Any
 
 import sqlite_utils
 
-from companion import __version__, codebook
+from companion import __version__
 from companion.checksum import sha256_file
-from companion.config import Home, load_config
-from companion.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
+from companion.clock import iso, utc_now
+from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
-from companion.protocol import Protocol, load_protocol
-from companion.store import iso, open_db, schema_version, utc_now
+from companion.research import codebook
+from companion.research.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
+from companion.settings.config import Home, load_config
+from companion.store.db import open_db, schema_version
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from companion.engine.protocol import Protocol
 from companion.errors import CompanionError
-from companion.protocol import Protocol
 
 
 @dataclass(frozen=True)

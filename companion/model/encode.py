@@ -46,7 +46,7 @@ class EncoderConfig:
 
 def default_model_dir() -> Path:
     """`companion/_models/` in an installed wheel, else `<repo>/models/` for editable installs."""
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parent.parent  # the companion package
     for candidate in (pkg / "_models", pkg.parent / "models"):
         if any(candidate.glob(MODEL_GLOB)):
             return candidate

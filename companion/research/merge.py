@@ -20,10 +20,11 @@ from typing import Any
 
 import sqlite_utils
 
-from companion.codebook import COLUMNS
+from companion.clock import iso, utc_now
 from companion.errors import CompanionError
-from companion.export import read_manifest
-from companion.store import iso, transaction, utc_now
+from companion.research.codebook import COLUMNS
+from companion.research.export import read_manifest
+from companion.store.db import transaction
 
 log = logging.getLogger(__name__)
 

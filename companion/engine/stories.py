@@ -19,9 +19,10 @@ from typing import Any
 
 import sqlite_utils
 
+from companion.clock import iso, utc_now
 from companion.emotions import EMOTIONS
 from companion.errors import StoryImportError
-from companion.store import iso, transaction, utc_now
+from companion.store.db import transaction
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from companion.stories import Story
+from companion.engine.stories import Story
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from companion import schedule
 from companion.app import Opened, participant_of
-from companion.service import attempt_history, clock_problem, disk_free, slot_state
-from companion.store import iso, utc_now
+from companion.clock import iso, utc_now
+from companion.service import schedule
+from companion.service.runner import attempt_history, clock_problem, disk_free, slot_state
 
 
 @dataclass(frozen=True)

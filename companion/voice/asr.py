@@ -23,8 +23,8 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 from companion.checksum import sha256_file
-from companion.config import Home, load_config, write_config
 from companion.errors import AsrModelError
+from companion.settings.config import Home, load_config, write_config
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from companion.audio import AudioSink, read_wav
 from companion.errors import ConfigError
+from companion.voice.audio import AudioSink, read_wav
 
 log = logging.getLogger(__name__)
 

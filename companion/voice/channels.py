@@ -14,7 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from companion.audio import (
+from companion.engine.dialogue import EndOfInput, Expectation, Heard
+from companion.errors import ConfigError
+from companion.settings.config import VoiceConfig
+from companion.voice.audio import (
     AudioSink,
     AudioSource,
     DeviceError,
@@ -24,12 +27,9 @@ from companion.audio import (
     resample,
     write_wav,
 )
-from companion.config import VoiceConfig
-from companion.dialogue import EndOfInput, Expectation, Heard
-from companion.errors import ConfigError
-from companion.listen import Mode, RecognizerFactory, pick_backend
-from companion.speak import Speaker, SpeakerSettings
-from companion.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, TurnEnded
+from companion.voice.listen import Mode, RecognizerFactory, pick_backend
+from companion.voice.speak import Speaker, SpeakerSettings
+from companion.voice.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, TurnEnded
 
 log = logging.getLogger(__name__)
 

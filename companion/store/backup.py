@@ -15,9 +15,10 @@ from pathlib import Path
 
 import sqlite_utils
 
-from companion.config import Home
+from companion.clock import utc_now
 from companion.errors import CompanionError
-from companion.store import log_event, utc_now
+from companion.settings.config import Home
+from companion.store.db import log_event
 
 log = logging.getLogger(__name__)
 PREFIX, SUFFIX = "companion-", ".db"

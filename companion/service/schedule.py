@@ -16,11 +16,8 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from companion import answers
+from companion.engine import answers
 from companion.errors import ConfigError
-
-# A clock earlier than this cannot be right (no RTC after a power cut): wait, don't schedule.
-BUILD_DATE = date(2026, 11, 1)
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 MISSED_REASONS = ("declined", "no_answer", "device_off", "error", "disk_full")

@@ -28,20 +28,22 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from companion import backup, schedule
+from companion import clock
 from companion.app import Opened, participant_of, session_lock, story_chooser
-from companion.dialogue import Channel, EndOfInput, Expectation
+from companion.clock import iso, utc_now
+from companion.engine.dialogue import Channel, EndOfInput, Expectation
+from companion.engine.session import run_session
 from companion.errors import SessionBusyError
-from companion.schedule import Attempt, Slot
-from companion.session import run_session
-from companion.store import DatabaseError, integrity_ok, iso, log_event, transaction, utc_now
-from companion.terminal import LineInbox
+from companion.service import schedule
+from companion.service.schedule import Attempt, Slot
+from companion.service.terminal import LineInbox
+from companion.store import backup
+from companion.store.db import DatabaseError, integrity_ok, log_event, transaction
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 # Jobs check their own window, so a late job must still run (APScheduler's default grace is 1 s).
 JOB_DEFAULTS = {"misfire_grace_time": None, "coalesce": True, "max_instances": 1}
-CLOCK_TOLERANCE = timedelta(minutes=2)
 
 
 def sd_notify(message: str) -> bool:
@@ -126,13 +128,8 @@ def recover_interrupted(db: sqlite_utils.Database, clock: Clock = utc_now) -> li
 
 
 def clock_problem(db: sqlite_utils.Database, now: datetime) -> str | None:
-    """Why the clock cannot be trusted (earlier than the build or the last event), or None."""
-    if now.date() < schedule.BUILD_DATE:
-        return f"clock {iso(now)} is before the build date {schedule.BUILD_DATE}"
-    last = db.execute("SELECT MAX(ts) FROM events").fetchone()[0]
-    if last and now < datetime.fromisoformat(last) - CLOCK_TOLERANCE:
-        return f"clock {iso(now)} is earlier than the last database event {last}"
-    return None
+    """companion.clock's rule, against the newest event in this database."""
+    return clock.clock_problem(now, db.execute("SELECT MAX(ts) FROM events").fetchone()[0])
 
 
 class Service:

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TextIO
 
-from companion.dialogue import EndOfInput, Expectation, Heard
-from companion.store import utc_now
+from companion.clock import utc_now
+from companion.engine.dialogue import EndOfInput, Expectation, Heard
 
 
 class TextChannel:

@@ -18,13 +18,14 @@ from zoneinfo import ZoneInfo
 
 import sqlite_utils
 
-from companion import answers
-from companion.acknowledge import acknowledgement
-from companion.dialogue import Channel, EndOfInput, Expectation, Heard
-from companion.match import Exposure, Matcher, choose_story, effective_condition
-from companion.protocol import Instrument, Item, Protocol
-from companion.store import ensure_participant, iso, log_event, transaction, utc_now
-from companion.stories import heard_story_ids, unheard_stories
+from companion.clock import iso, utc_now
+from companion.engine import answers
+from companion.engine.acknowledge import acknowledgement
+from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
+from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
+from companion.engine.protocol import Instrument, Item, Protocol
+from companion.engine.stories import heard_story_ids, unheard_stories
+from companion.store.db import ensure_participant, log_event, transaction
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,52 @@
+"""Private files: everything the companion writes in a home or an export is 0600 (dirs 0700),
+created that way rather than chmod-ed afterwards, and replaced atomically where a reader could
+see it half-written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+FILE_MODE, DIR_MODE = 0o600, 0o700
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` (and parents) 0700; tighten it if it already exists."""
+    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    os.chmod(path, DIR_MODE)
+    return path
+
+
+@contextmanager
+def open_private(path: Path, mode: str = "w", *, exclusive: bool = False) -> Iterator[IO[Any]]:
+    """Open `path` for writing, created 0600 whatever the umask (truncated unless exclusive)."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
+    fd = os.open(path, flags, FILE_MODE)
+    os.fchmod(fd, FILE_MODE)  # an existing file keeps its old mode otherwise
+    f: IO[Any] = os.fdopen(fd, "wb") if "b" in mode else os.fdopen(fd, "w", encoding="utf-8")
+    with f:
+        yield f
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file in `path` survive a power cut."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_private(path: Path, data: str | bytes) -> None:
+    """Replace `path` atomically with `data` (0600): readers see the old or the new file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open_private(tmp, "wb") as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)

@@ -1,0 +1,8 @@
+"""The store: the study database and everything that reads or writes its state.
+
+Owns the schema definition (`schema`), the versioned migrations (`migrations`), connections,
+transactions and events (`db`), shared queries (`queries`), the home's session lock (`lock`)
+and backups (`backup`).
+
+May import: the foundation modules and `companion.settings`. Nothing above it.
+"""
