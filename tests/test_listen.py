@@ -55,6 +55,7 @@ def test_unknown_words_dropped_with_warning(sphinx: PocketsphinxFactory, caplog)
     assert "flurbozzle" in caplog.text
 
 
+@pytest.mark.slow  # loads a vosk model or decodes a long story
 def test_pocketsphinx_free_mode_story(sphinx: PocketsphinxFactory) -> None:
     tr, _ = decode(sphinx.create("free"), pad(speech_pcm(STORY, "en-us", 160)))
     words = tr.words  # type: ignore[attr-defined]
@@ -84,6 +85,7 @@ def test_pick_backend(tmp_path, monkeypatch) -> None:
 KO_VOCAB = ("하나", "둘", "셋", "넷", "다섯")
 
 
+@pytest.mark.slow  # loads a vosk model or decodes a long story
 @pytest.mark.vosk
 def test_vosk_grammar_streaming_and_confidences(vosk_ko, caplog) -> None:
     caplog.set_level(logging.WARNING)
@@ -99,6 +101,7 @@ def test_vosk_grammar_streaming_and_confidences(vosk_ko, caplog) -> None:
     assert partials  # streaming: hypotheses arrive before the end
 
 
+@pytest.mark.slow  # loads a vosk model or decodes a long story
 @pytest.mark.vosk
 def test_vosk_endpointing_keeps_both_segments(vosk_ko) -> None:
     # Two answers separated by 2.5 s of silence: Kaldi's endpointer closes the first
@@ -111,6 +114,7 @@ def test_vosk_endpointing_keeps_both_segments(vosk_ko) -> None:
     assert tr.words[1].start_s > tr.words[0].end_s + 2.0
 
 
+@pytest.mark.slow  # loads a vosk model or decodes a long story
 @pytest.mark.vosk
 def test_vosk_free_mode(vosk_ko) -> None:
     tr, _ = decode(

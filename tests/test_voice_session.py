@@ -22,6 +22,8 @@ from companion.voice.speak import SpeakerSettings
 from tests.conftest import REPO
 from tests.conftest_voice import speech_wav
 
+pytestmark = pytest.mark.slow  # whole spoken sessions through espeak-ng and the recogniser
+
 PROTOCOL = load_protocol(None)
 ITEMS = {item.text: (inst.id, item.id) for inst in PROTOCOL.instruments for item in inst.items}
 MEANT = {
