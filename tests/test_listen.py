@@ -9,9 +9,7 @@ import pytest
 
 from companion.errors import ModelError
 from companion.voice.listen import PocketsphinxFactory, Recognizer, build_jsgf, pick_backend
-from tests.conftest_voice import ANSWER_VOCAB, STORY, pad, speech_pcm, sphinx, vosk_ko, with_noise
-
-__all__ = ["sphinx", "vosk_ko"]
+from tests.helpers.speech import ANSWER_VOCAB, STORY, pad, speech_pcm, with_noise
 
 
 def decode(rec: Recognizer, pcm: bytes, chunk: int = 960) -> tuple[object, list[str]]:
