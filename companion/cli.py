@@ -47,6 +47,7 @@ def cli(verbose: int) -> None:
 @click.option("--protocol", "protocol_path", help="Study protocol TOML file (default: built in).")
 def init(home, participant_id, name, timezone, protocol_path) -> None:
     """Create or update a home: config.toml and the study database."""
+    import os
     from pathlib import Path
 
     from companion import app
@@ -56,7 +57,7 @@ def init(home, participant_id, name, timezone, protocol_path) -> None:
     resolved = resolve_home(home)
     if protocol_path and protocol_path != DEFAULT_PROTOCOL:
         # A path given here is relative to where init runs; config.toml's is relative to the home.
-        protocol_path = str(Path(protocol_path).expanduser().absolute())
+        protocol_path = os.path.abspath(Path(protocol_path).expanduser())
     updated = with_options(
         load_config(resolved), participant_id=participant_id, participant_name=name,
         timezone=timezone, protocol=protocol_path,

@@ -146,12 +146,23 @@ def _asr_finding(home: Home, config: Config) -> Finding:
     return Finding("asr-model", "warn" if fallback else "ok", choice.reason)
 
 
+def read_only(db: Path) -> sqlite3.Connection:
+    """Open the database without creating or writing any file in the home.
+
+    A read-only WAL connection still creates the -shm file when it is missing, so unless
+    a writer's -wal and -shm are already there (everything is in the main file then),
+    the file is opened immutable.
+    """
+    live = Path(f"{db}-wal").exists() and Path(f"{db}-shm").exists()
+    return sqlite3.connect(f"file:{db}?{'mode=ro' if live else 'immutable=1'}", uri=True)
+
+
 def _last_event(home: Home) -> str | None:
-    """The newest event's timestamp, read-only: doctor never creates or writes a file."""
+    """The newest event's timestamp (read-only)."""
     if not home.db_path.exists():
         return None
     try:
-        conn = sqlite3.connect(f"file:{home.db_path}?mode=ro", uri=True)
+        conn = read_only(home.db_path)
         try:
             latest: str | None = conn.execute("SELECT MAX(ts) FROM events").fetchone()[0]
         finally:
@@ -170,8 +181,10 @@ def check_clock(home: Home, probes: Probes) -> Finding:
 
 
 def check_disk(home: Home, probes: Probes) -> Finding:
-    free = (probes.free_bytes or _free_bytes)(home.path)
-    text = f"{free / 1024**2:.0f} MB free at {home.path}"
+    # A home not made yet: the disk it will be made on.
+    where = next(p for p in (home.path, *home.path.parents) if p.exists())
+    free = (probes.free_bytes or _free_bytes)(where)
+    text = f"{free / 1024**2:.0f} MB free at {where}"
     if free < FAIL_FREE_BYTES:
         return Finding("disk", "fail", text + "; free space before the next session")
     return Finding("disk", "warn" if free < WARN_FREE_BYTES else "ok", text)
@@ -181,7 +194,7 @@ def check_database(home: Home) -> Finding:
     if not home.db_path.exists():
         return Finding("database", "warn", f"{home.db_path} does not exist yet")
     try:
-        conn = sqlite3.connect(f"file:{home.db_path}?mode=ro", uri=True)
+        conn = read_only(home.db_path)
         try:
             rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
             version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]

@@ -81,7 +81,7 @@ class Table:
         if wrong or not isinstance(value, kinds) or isinstance(value, datetime) and date in kinds:
             raise self.fail(key, f"must be a {_kind_name(kind)}, got {value!r}")
         if isinstance(value, str) and not value.strip():
-            raise self.fail(key, "must not be empty; remove the line to use the default")
+            raise self.fail(key, "must not be empty")
         return value
 
     def text(self, key: str, default: Any = _REQUIRED) -> str:
