@@ -69,6 +69,14 @@ def init(home, participant_id, name, timezone, protocol_path) -> None:
         f"home {resolved.path}: participant {updated.participant_id}, "
         f"protocol {opened.protocol.id} v{opened.protocol.version}"
     )
+    # The recogniser voice sessions will use (the same decision as the service and doctor).
+    from companion.voice.backend import choose_backend
+
+    choice = choose_backend(updated.voice, resolved.path)
+    if choice.name is None:
+        click.echo(f"speech recognition: {choice.reason} (voice sessions will not start)")
+    else:
+        click.echo(f"speech recognition: {choice.reason}")
 
 
 @cli.command()

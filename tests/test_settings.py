@@ -162,6 +162,7 @@ def test_init_writes_config_with_the_toml_writer(tmp_path: Path) -> None:
                     "timezone": "Europe/Berlin",
                     "protocol": str(tmp_path / "study.toml")}  # fmt: skip
     assert load_config(Home(home)).participant_name == 'Zoë "Z"'
+    assert "speech recognition: " in proc.stdout  # the recogniser voice sessions will use
 
 
 # --- config.toml round trip -----------------------------------------------------------------
@@ -209,7 +210,7 @@ BAD_PLACEHOLDERS = [
     ("It's called {title}.", "It's called {topic}.", "prompts.story_intro"),
     ("Could you tell me about {topic}?", "Could you tell me about {title}?",
      "prompts.story_invitation"),
-    ("{hint}", "{answer}", "prompts.reprompt"),
+    ("catch that. {hint}", "catch that. {answer}", "prompts.reprompt"),
     ("I heard {answer}.", "I heard {hint}.", "prompts.confirm"),
     ('"How do you feel about it now, looking back?"', '"How do you feel about {topic} now?"',
      "prompts.follow_ups"),
