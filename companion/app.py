@@ -21,7 +21,14 @@ from companion.engine.session import Participant, SessionResult, StoryChooser, r
 from companion.engine.simulate import PrintingChannel, SimulatedChannel, SimulatedParticipant
 from companion.engine.stories import ensure_bank
 from companion.errors import CompanionError
-from companion.settings.config import Config, Home, load_config, resolve_home, write_config
+from companion.settings.config import (
+    Config,
+    Home,
+    load_config,
+    resolve_home,
+    with_options,
+    write_config,
+)
 from companion.store.db import DatabaseError, log_event, open_db, schema_version
 from companion.store.lock import session_lock
 from companion.store.migrations import SCHEMA_VERSION
@@ -35,11 +42,11 @@ log = logging.getLogger(__name__)
 
 def open_home(home: str | Path | None, *, participant_id: str | None = None) -> Opened:
     """Create or open a home: config, protocol and a migrated database with the story bank."""
-    resolved = resolve_home(home).ensure()
-    config = load_config(resolved)
-    if participant_id and participant_id != config.participant_id:
-        config = Config(**{**config.__dict__, "participant_id": participant_id})
+    resolved = resolve_home(home)
+    # Everything is validated before the home is created or written to.
+    config = with_options(load_config(resolved), participant_id=participant_id)
     protocol = load_protocol(config.protocol_path(resolved.path))
+    resolved.ensure()
     if not resolved.config_path.exists():
         write_config(resolved, config)
     db = open_db(resolved.db_path)
@@ -122,12 +129,15 @@ def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> Se
 
 
 def voice_settings(opened: Opened) -> VoiceSettings:
-    """The [voice] config, with the protocol's audio-retention choice."""
+    """The [voice] config, with the protocol's audio-retention choice and the home (where
+    the vosk model is looked for)."""
     from companion.voice.channels import VoiceSettings
 
-    values = dataclasses.asdict(opened.config.voice)
-    values["keep_audio"] = opened.protocol.keep_audio
-    return VoiceSettings(**values)
+    return VoiceSettings(
+        **dataclasses.asdict(opened.config.voice),
+        keep_audio=opened.protocol.keep_audio,
+        home=opened.home.path,
+    )
 
 
 def audio_dir(opened: Opened) -> Path:

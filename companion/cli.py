@@ -47,36 +47,36 @@ def cli(verbose: int) -> None:
 @click.option("--protocol", "protocol_path", help="Study protocol TOML file (default: built in).")
 def init(home, participant_id, name, timezone, protocol_path) -> None:
     """Create or update a home: config.toml and the study database."""
-    from companion import app
-    from companion.engine.protocol import load_protocol
-    from companion.settings.config import (
-        Config,
-        check_timezone,
-        load_config,
-        resolve_home,
-        write_config,
-    )
+    import os
+    from pathlib import Path
 
-    resolved = resolve_home(home).ensure()
-    current = load_config(resolved)
-    if timezone:
-        check_timezone(timezone, "--timezone")
-    if protocol_path:
-        load_protocol(protocol_path)  # validate before writing anything
-    updated = Config(
-        participant_id=participant_id or current.participant_id,
-        participant_name=name or current.participant_name,
-        timezone=timezone or current.timezone,
-        protocol=str(protocol_path) if protocol_path else current.protocol,
-        model=current.model,
-        voice=current.voice,
-    )
+    from companion import app
+    from companion.engine.protocol import DEFAULT_PROTOCOL, load_protocol
+    from companion.settings.config import load_config, resolve_home, with_options, write_config
+
+    resolved = resolve_home(home)
+    if protocol_path and protocol_path != DEFAULT_PROTOCOL:
+        # A path given here is relative to where init runs; config.toml's is relative to the home.
+        protocol_path = os.path.abspath(Path(protocol_path).expanduser())
+    updated = with_options(
+        load_config(resolved), participant_id=participant_id, participant_name=name,
+        timezone=timezone, protocol=protocol_path,
+    )  # fmt: skip
+    load_protocol(updated.protocol_path(resolved.path))  # all checked before anything is written
     write_config(resolved, updated)
     opened = app.open_home(resolved.path)
     click.echo(
         f"home {resolved.path}: participant {updated.participant_id}, "
         f"protocol {opened.protocol.id} v{opened.protocol.version}"
     )
+    # The recogniser voice sessions will use (the same decision as the service and doctor).
+    from companion.voice.backend import choose_backend
+
+    choice = choose_backend(updated.voice, resolved.path)
+    if choice.name is None:
+        click.echo(f"speech recognition: {choice.reason} (voice sessions will not start)")
+    else:
+        click.echo(f"speech recognition: {choice.reason}")
 
 
 @cli.command()
@@ -324,6 +324,14 @@ def run(home, voice) -> None:
     from companion.service import runner as service
 
     opened = app.open_home(home)
+    if voice:
+        # Decide the recogniser now: a missing vosk model is one error, not a missed window a day.
+        from companion.errors import ModelError
+        from companion.voice.backend import choose_backend
+
+        choice = choose_backend(opened.config.voice, opened.home.path)
+        if choice.name is None:
+            raise ModelError(choice.reason)
     app.prepare_bank(opened)
     # A new voice channel (and recogniser) per invitation/session: vosk grows over long runs.
     factory = (lambda: app.voice_channel(opened)) if voice else None

@@ -17,7 +17,8 @@ import pytest
 
 from companion.errors import AsrModelError
 from companion.settings.config import Config, Home, load_config, write_config
-from companion.voice.asr import install_asr, installed_model_dir
+from companion.voice.asr import install_asr
+from companion.voice.backend import BackendChoice, choose_backend
 from companion.voice.listen import VoskFactory, pick_backend
 from tests.conftest import run_cli
 from tests.helpers.speech import pad, speech_pcm, with_noise
@@ -106,10 +107,12 @@ def test_install_from_zip_selects_a_loadable_vosk_model(home: Path, ko_zip: Path
     assert config.voice.asr_backend == "vosk"
     assert config.voice.vosk_model_dir == str(target)
     assert config.participant_id == CONFIG.participant_id  # the rest of the config is kept
-    assert installed_model_dir(home) == target
+    assert choose_backend(config.voice, home) == BackendChoice(
+        "vosk", target, f"vosk model at {target} (config.toml vosk_model_dir)"
+    )
 
     # A session picks vosk from the config and a real recogniser runs on real speech.
-    factory = pick_backend(config.voice.asr_backend, config.voice.vosk_model_dir)
+    factory = pick_backend(config.voice, home)
     assert isinstance(factory, VoskFactory) and factory.model_dir == target
     rec = factory.create("grammar", KO_VOCAB)
     pcm = with_noise(pad(speech_pcm("셋", "ko", 150), 0.5, 1.5), 30)

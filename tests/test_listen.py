@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from companion.errors import ModelError
+from companion.settings.config import VoiceConfig
 from companion.voice.listen import PocketsphinxFactory, Recognizer, build_jsgf, pick_backend
 from tests.helpers.speech import ANSWER_VOCAB, STORY, pad, speech_pcm, with_noise
 
@@ -69,13 +70,14 @@ def test_jsgf_shape() -> None:
 
 def test_pick_backend(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("COMPANION_VOSK_MODEL", raising=False)
-    assert pick_backend("auto").name == "pocketsphinx"
-    with pytest.raises(ModelError):
-        pick_backend("vosk")
-    with pytest.raises(ModelError):
-        pick_backend("auto", str(tmp_path / "missing"))
-    with pytest.raises(ModelError):
-        pick_backend("whisper")
+    assert pick_backend(VoiceConfig(), tmp_path).name == "pocketsphinx"
+    assert pick_backend(VoiceConfig(), None).name == "pocketsphinx"
+    with pytest.raises(ModelError, match="asr_backend vosk: no vosk model installed"):
+        pick_backend(VoiceConfig(asr_backend="vosk"), tmp_path)
+    with pytest.raises(ModelError, match="no vosk model there"):
+        pick_backend(VoiceConfig(vosk_model_dir=str(tmp_path / "missing")), tmp_path)
+    with pytest.raises(ModelError, match="asr_backend 'whisper'"):
+        pick_backend(VoiceConfig(asr_backend="whisper"), tmp_path)
 
 
 # --- vosk: Korean model, Korean espeak-ng speech ---------------------------------------

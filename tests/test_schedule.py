@@ -12,16 +12,14 @@ from companion.engine.protocol import default_protocol_text, parse_protocol
 from companion.errors import ConfigError
 from companion.service.schedule import (
     Attempt,
-    ScheduleConfig,
-    Window,
     classify_reply,
     in_quiet_hours,
     missed_reason,
     next_attempt,
-    parse_schedule,
     slots_for_day,
     study_slots,
 )
+from companion.settings.schedule import ScheduleConfig, Window, parse_schedule
 
 LONDON = ZoneInfo("Europe/London")
 

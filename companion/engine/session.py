@@ -288,7 +288,12 @@ class SessionRun:
         follow_ups = self.protocol.follow_ups
         for n in range(self.protocol.follow_up_turns):
             ack = self.acknowledge(" ".join(parts))
-            question = follow_ups[n % len(follow_ups)] if follow_ups else ""
+            # Follow-ups are templates like prompts: {name} is filled in.
+            question = (
+                follow_ups[n % len(follow_ups)].format_map(_Blank(name=self.participant.name))
+                if follow_ups
+                else ""
+            )
             self.say(f"{ack} {question}".strip(), "follow_up")
             if not follow_ups:
                 break

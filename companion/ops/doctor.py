@@ -19,10 +19,12 @@ import stat
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from companion.clock import clock_problem, iso, utc_now
+from companion.engine.protocol import load_protocol
 from companion.errors import CompanionError
 from companion.settings.config import Config, Home, load_config
 
@@ -131,66 +133,58 @@ def check_models(home: Home, config: Config) -> list[Finding]:
 
 
 def _asr_finding(home: Home, config: Config) -> Finding:
-    # Mirrors listen.pick_backend: vosk when a model is installed, else pocketsphinx (English).
-    backend = config.voice.asr_backend or "auto"
-    sphinx = importlib.util.find_spec("pocketsphinx") is not None
-    if backend == "pocketsphinx":
-        return Finding(
-            "asr-model", "ok" if sphinx else "fail", f"pocketsphinx importable: {sphinx}"
-        )
-    folder = _vosk_dir(home, config)
-    if folder is not None and (folder / "am").is_dir():
-        return Finding("asr-model", "ok", f"vosk model at {folder}")
-    if folder is not None and config.voice.vosk_model_dir:
-        return Finding("asr-model", "fail", f"{folder}: no vosk model there (no am/); reinstall it")
-    if backend == "vosk" or not sphinx:
-        return Finding("asr-model", "fail", "no vosk model installed; companion models install-asr")
-    return Finding("asr-model", "warn", "no vosk model: pocketsphinx (English) will be used")
+    # The same decision a session makes (listen.pick_backend), without loading a model.
+    from companion.voice.backend import choose_backend
+
+    choice = choose_backend(config.voice, home.path)
+    if choice.name is None:
+        return Finding("asr-model", "fail", choice.reason)
+    if importlib.util.find_spec(choice.name) is None:
+        return Finding("asr-model", "fail", f"{choice.reason}, but {choice.name} is not "
+                       "installed; reinstall companion")  # fmt: skip
+    fallback = choice.name == "pocketsphinx" and config.voice.asr_backend == "auto"
+    return Finding("asr-model", "warn" if fallback else "ok", choice.reason)
 
 
-def _vosk_dir(home: Home, config: Config) -> Path | None:
-    if config.voice.vosk_model_dir:
-        path = Path(config.voice.vosk_model_dir).expanduser()
-        return path if path.is_absolute() else home.path / path
-    if os.environ.get("COMPANION_VOSK_MODEL"):
-        return Path(os.environ["COMPANION_VOSK_MODEL"])
+def read_only(db: Path) -> sqlite3.Connection:
+    """Open the database without creating or writing any file in the home.
+
+    A read-only WAL connection still creates the -shm file when it is missing, so unless
+    a writer's -wal and -shm are already there (everything is in the main file then),
+    the file is opened immutable.
+    """
+    live = Path(f"{db}-wal").exists() and Path(f"{db}-shm").exists()
+    return sqlite3.connect(f"file:{db}?{'mode=ro' if live else 'immutable=1'}", uri=True)
+
+
+def _last_event(home: Home) -> str | None:
+    """The newest event's timestamp (read-only)."""
+    if not home.db_path.exists():
+        return None
     try:
-        module = importlib.import_module("companion.voice.asr")
-    except ImportError:
-        module = None
-    for name in ("installed_model_dir", "find_model", "default_model_dir"):
-        finder = getattr(module, name, None)
-        if callable(finder):
-            try:
-                found = finder(home.path)
-            except Exception:  # still being built: any failure means "not found"
-                continue
-            if found:
-                return Path(found)
-    candidates = sorted((home.path / "models").glob("vosk-model*"))
-    return candidates[-1] if candidates else None
+        conn = read_only(home.db_path)
+        try:
+            latest: str | None = conn.execute("SELECT MAX(ts) FROM events").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None  # the database check reports this
+    return latest
 
 
 def check_clock(home: Home, probes: Probes) -> Finding:
-    now = (probes.now or (lambda: datetime.now(UTC)))()
-    if now.year < 2025:
-        return Finding("clock", "fail", f"system time {now:%Y-%m-%d} is in the past; set NTP")
-    latest = None
-    if home.db_path.exists():
-        try:
-            conn = sqlite3.connect(f"file:{home.db_path}?mode=ro", uri=True)
-            latest = conn.execute("SELECT MAX(ts) FROM events").fetchone()[0]
-            conn.close()
-        except sqlite3.DatabaseError:
-            pass  # the database check reports this
-    if latest and datetime.fromisoformat(latest) > now + timedelta(minutes=5):
-        return Finding("clock", "fail", f"clock is behind the last logged event ({latest})")
-    return Finding("clock", "ok", f"{now.isoformat(timespec='seconds')}")
+    now = (probes.now or utc_now)()
+    problem = clock_problem(now, _last_event(home))
+    if problem is not None:
+        return Finding("clock", "fail", f"{problem}; check NTP (timedatectl)")
+    return Finding("clock", "ok", iso(now))
 
 
 def check_disk(home: Home, probes: Probes) -> Finding:
-    free = (probes.free_bytes or _free_bytes)(home.path)
-    text = f"{free / 1024**2:.0f} MB free at {home.path}"
+    # A home not made yet: the disk it will be made on.
+    where = next(p for p in (home.path, *home.path.parents) if p.exists())
+    free = (probes.free_bytes or _free_bytes)(where)
+    text = f"{free / 1024**2:.0f} MB free at {where}"
     if free < FAIL_FREE_BYTES:
         return Finding("disk", "fail", text + "; free space before the next session")
     return Finding("disk", "warn" if free < WARN_FREE_BYTES else "ok", text)
@@ -200,7 +194,7 @@ def check_database(home: Home) -> Finding:
     if not home.db_path.exists():
         return Finding("database", "warn", f"{home.db_path} does not exist yet")
     try:
-        conn = sqlite3.connect(f"file:{home.db_path}?mode=ro", uri=True)
+        conn = read_only(home.db_path)
         try:
             rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
             version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
@@ -306,10 +300,17 @@ def check_network(home: Home, probes: Probes) -> Finding:
 def run_checks(home: Home, skip: set[str] | None = None,
                probes: Probes | None = None) -> list[Finding]:  # fmt: skip
     skip, probes = skip or set(), probes or Probes()
+    # The same validation as the service: config.toml, then the protocol it names.
     try:
         config = load_config(home)
     except CompanionError as exc:
         return [Finding("config", "fail", str(exc))]
+    try:
+        protocol = load_protocol(config.protocol_path(home.path))
+        configured = Finding("config", "ok", f"participant {config.participant_id}, "
+                             f"protocol {protocol.id} v{protocol.version}")  # fmt: skip
+    except CompanionError as exc:
+        configured = Finding("config", "fail", str(exc))
     checks: dict[str, Callable[[], list[Finding]]] = {
         "audio": lambda: check_audio(config, probes),
         "models": lambda: check_models(home, config),
@@ -320,7 +321,7 @@ def run_checks(home: Home, skip: set[str] | None = None,
         "permissions": lambda: [check_permissions(home)],
         "network": lambda: [check_network(home, probes)],
     }
-    findings = [Finding("config", "ok", f"participant {config.participant_id}")]
+    findings = [configured]
     for name, check in checks.items():
         if name not in skip:
             findings.extend(check())

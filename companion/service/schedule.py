@@ -1,59 +1,26 @@
 """The daily plan: when to invite, remind and give up. Pure functions of time, no I/O.
 
-Everything the service does is derived from the protocol's [schedule] table, the
-participant's timezone and what the database says already happened, so a restart
-recomputes the same plan instead of restoring pickled scheduler state.
+Everything the service does is derived from the protocol's [schedule] table (parsed
+in `companion.settings.schedule`), the participant's timezone and what the database says
+already happened, so a restart recomputes the same plan instead of restoring pickled
+scheduler state.
 """
 
 from __future__ import annotations
 
 import hashlib
 import random
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, Literal
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 from companion.engine import answers
-from companion.errors import ConfigError
+from companion.settings.schedule import ScheduleConfig
 
-WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 MISSED_REASONS = ("declined", "no_answer", "device_off", "error", "disk_full")
 Outcome = Literal["accepted", "snoozed", "declined", "no_answer", "error", "busy", "disk_full"]
-_SPAN = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
-
-
-@dataclass(frozen=True)
-class Window:
-    start: time
-    end: time
-
-
-@dataclass(frozen=True)
-class ScheduleConfig:
-    """The [schedule] table. start_date None = the participant's enrolment day."""
-
-    start_date: date | None = None
-    days: int = 30
-    weekdays: tuple[int, ...] = (0, 1, 2, 3, 4, 5, 6)
-    windows: tuple[Window, ...] = (Window(time(18, 0), time(20, 0)),)
-    invite: Literal["start", "random"] = "start"
-    reminders: int = 2
-    reminder_minutes: int = 20
-    snooze_minutes: int = 15
-    answer_seconds: int = 60
-    sessions_per_day: int | None = None  # None = one per window
-    quiet_hours: Window | None = None
-    backup_time: time = time(3, 30)
-    backups_keep: int = 7
-    min_free_mb: int = 200
-    invitation: str = "Hello {name}, would you like to share a story now?"
-
-    @property
-    def max_per_day(self) -> int:
-        return self.sessions_per_day or len(self.windows)
 
 
 @dataclass(frozen=True)
@@ -75,97 +42,6 @@ class Slot:
 class Attempt:
     at: datetime
     outcome: str
-
-
-# -- parsing ------------------------------------------------------------------------------
-
-
-def _fail(source: str, key: str, problem: str) -> ConfigError:
-    return ConfigError(f"{source}: schedule.{key}: {problem}")
-
-
-def _span(text: Any, source: str, key: str) -> Window:
-    match = _SPAN.match(text) if isinstance(text, str) else None
-    if not match:
-        raise _fail(source, key, f'{text!r} must look like "18:00-20:00"')
-    h1, m1, h2, m2 = (int(g) for g in match.groups())
-    if h1 > 23 or h2 > 24 or m1 > 59 or m2 > 59 or (h2 == 24 and m2):
-        raise _fail(source, key, f"{text!r} is not a valid time range")
-    end = time(23, 59, 59) if h2 == 24 else time(h2, m2)
-    return Window(time(h1, m1), end)
-
-
-def _int(table: Mapping[str, Any], source: str, key: str, default: int, low: int, high: int) -> int:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _fail(source, key, f"must be a whole number from {low} to {high}, got {value!r}")
-    return value
-
-
-def parse_schedule(table: Mapping[str, Any] | None, source: str) -> ScheduleConfig:
-    """Validate the protocol's [schedule] table; a missing table means the defaults."""
-    if table is None:
-        return ScheduleConfig()
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{source}: schedule: must be a table ([schedule])")
-    known = {
-        "start_date", "days", "weekdays", "windows", "invite", "reminders", "reminder_minutes",
-        "snooze_minutes", "answer_seconds", "sessions_per_day", "quiet_hours", "backup_time",
-        "backups_keep", "min_free_mb", "invitation",
-    }  # fmt: skip
-    for key in sorted(set(table) - known):
-        raise _fail(source, key, "unknown field; check the spelling")
-    start = table.get("start_date")
-    if start is not None and not (isinstance(start, date) and not isinstance(start, datetime)):
-        raise _fail(source, "start_date", f"must be a date like 2027-03-01, got {start!r}")
-    raw_days = table.get("weekdays", list(WEEKDAYS))
-    if not isinstance(raw_days, list) or not raw_days or any(d not in WEEKDAYS for d in raw_days):
-        raise _fail(source, "weekdays", f"must be a non-empty list of {', '.join(WEEKDAYS)}")
-    raw_windows = table.get("windows", ["18:00-20:00"])
-    if not isinstance(raw_windows, list) or not raw_windows:
-        raise _fail(source, "windows", 'must be a non-empty list like ["09:00-11:00"]')
-    windows = sorted((_span(w, source, "windows") for w in raw_windows), key=lambda w: w.start)
-    for n, window in enumerate(windows):
-        if window.end <= window.start:
-            raise _fail(source, "windows", "each window must end after it starts, same day")
-        if n and window.start < windows[n - 1].end:
-            raise _fail(source, "windows", "windows must not overlap")
-    invite = table.get("invite", "start")
-    if invite not in ("start", "random"):
-        raise _fail(source, "invite", f'must be "start" or "random", got {invite!r}')
-    quiet = table.get("quiet_hours")
-    per_day = table.get("sessions_per_day")
-    backup = _span(f"{table.get('backup_time', '03:30')}-23:59", source, "backup_time").start
-    return ScheduleConfig(
-        start_date=start,
-        days=_int(table, source, "days", 30, 1, 366),
-        weekdays=tuple(sorted(WEEKDAYS.index(d) for d in set(raw_days))),
-        windows=tuple(windows),
-        invite=invite,
-        reminders=_int(table, source, "reminders", 2, 0, 10),
-        reminder_minutes=_int(table, source, "reminder_minutes", 20, 1, 240),
-        snooze_minutes=_int(table, source, "snooze_minutes", 15, 1, 240),
-        answer_seconds=_int(table, source, "answer_seconds", 60, 5, 600),
-        sessions_per_day=None
-        if per_day is None
-        else _int(table, source, "sessions_per_day", 1, 1, len(windows)),
-        quiet_hours=None if quiet is None else _span(quiet, source, "quiet_hours"),
-        backup_time=backup,
-        backups_keep=_int(table, source, "backups_keep", 7, 1, 365),
-        min_free_mb=_int(table, source, "min_free_mb", 200, 0, 1_000_000),
-        invitation=_text(table, source, "invitation", ScheduleConfig.invitation),
-    )
-
-
-def _text(table: Mapping[str, Any], source: str, key: str, default: str) -> str:
-    value = table.get(key, default)
-    if not isinstance(value, str) or not value.strip():
-        raise _fail(source, key, "must be a non-empty string")
-    try:
-        value.format(name="x")
-    except (KeyError, IndexError, ValueError):
-        raise _fail(source, key, "the only placeholder allowed is {name}") from None
-    return value
 
 
 # -- the plan -------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 All state lives in one home directory (0700, files 0600): companion.db,
 config.toml, later audio, models and backups. Config is validated into frozen
-dataclasses and passed explicitly; nothing reads it globally.
+dataclasses (through `settings.validate`) and passed explicitly; nothing reads it
+globally. Each default is written once, on its dataclass field.
 """
 
 from __future__ import annotations
@@ -10,17 +11,26 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import tomli_w
+
 from companion.errors import ConfigError
+from companion.files import write_private
+from companion.settings.validate import Table, read_toml
 
 CONFIG_NAME = "config.toml"
 DB_NAME = "companion.db"
 PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+ASR_BACKENDS = ("auto", "vosk", "pocketsphinx")
+FRAME_SIZES = (10, 20, 30)  # the frame lengths webrtcvad accepts, in ms
+# Ranges checked at load (and by the Speaker, which can be built without a config).
+TTS_RATE = (50, 500)  # words per minute
+TTS_VOLUME = (0.0, 1.0)
+_HEADER = "# companion config.toml: only values that differ from the defaults are listed.\n"
 
 
 def default_home() -> Path:
@@ -33,35 +43,54 @@ def default_home() -> Path:
 
 @dataclass(frozen=True)
 class VoiceConfig:
-    """The [voice] table. None means "use the default" of the voice stack (companion.voice)."""
+    """The [voice] table: microphone, speech recognition and speech synthesis."""
 
-    asr_backend: str | None = None  # "auto" | "vosk" | "pocketsphinx"
+    # Speech recogniser: "auto" (vosk when a vosk model is found, else pocketsphinx),
+    # "vosk" (fail without a model) or "pocketsphinx" (English, built in).
+    asr_backend: str = "auto"
+    # The vosk model folder, relative to the home or absolute. None = the model
+    # $COMPANION_VOSK_MODEL names, else the newest one `models install-asr` put in the home.
     vosk_model_dir: str | None = None
-    input_device: str | None = None  # audio devices by name (see `companion devices`)
+    # Audio devices by (part of their) name, see `companion devices`. None = the system default.
+    input_device: str | None = None
     output_device: str | None = None
-    tts_voice: str | None = None
-    tts_rate: int | None = None
-    tts_volume: float | None = None
-    end_silence_s: float | None = None  # default 0.8
-    no_speech_timeout_s: float | None = None  # default 8
-    max_story_s: float | None = None  # default 180
-    max_answer_s: float | None = None  # default 15
-    vad_aggressiveness: int | None = None  # webrtcvad 0..3, default 2
-    frame_ms: int | None = None  # 10 | 20 | 30, default 30
-    # Below this speech-to-noise ratio a grammar decoder picks an answer from noise
-    # (measured: at 10 dB white noise espeak answers come out as "five"), so reject.
-    min_answer_snr_db: float | None = None  # default 15
-    # Save participant turns as 0600 WAVs. Set from the protocol's keep_audio, not config.toml.
-    keep_audio: bool = False
+    # espeak-ng voice id, name or language (`espeak-ng --voices`).
+    tts_voice: str = "en-us"
+    # Speaking rate in words per minute (50..500).
+    tts_rate: int = 170
+    # Speech volume, 0.0 (silent) .. 1.0 (full).
+    tts_volume: float = 1.0
+    # Trailing silence that ends a participant's turn, in seconds (0.2..5).
+    end_silence_s: float = 0.8
+    # Give up on a turn when nobody starts talking for this long, in seconds (1..120).
+    no_speech_timeout_s: float = 8.0
+    # Longest answer turn, in seconds (2..120). The longest story turn is the protocol's
+    # story_max_seconds.
+    max_answer_s: float = 15.0
+    # webrtcvad aggressiveness: 0 (keeps most sound as speech) .. 3 (filters most noise).
+    vad_aggressiveness: int = 2
+    # Audio frame length for the VAD, in ms: 10, 20 or 30.
+    frame_ms: int = 30
+    # Below this speech-to-noise ratio (dB, 0..60) a recognised answer is rejected: a grammar
+    # decoder picks an answer from noise (measured: at 10 dB white noise espeak answers
+    # come out as "five").
+    min_answer_snr_db: float = 15.0
 
 
 @dataclass(frozen=True)
 class Config:
+    """config.toml: who the participant is, which protocol and model, and [voice]."""
+
+    # Participant id stored with every session: 1-64 letters, digits, '.', '_' or '-'.
     participant_id: str = "P001"
+    # The name the companion greets the participant with.
     participant_name: str = "friend"
+    # IANA timezone of the participant, e.g. "Europe/London": study days and windows.
     timezone: str = "UTC"
-    protocol: str = "default"  # "default" or a path, relative to the home
-    model: str | None = None  # encoder model file; None = the packaged model
+    # "default" (the built-in protocol) or a protocol file, relative to the home or absolute.
+    protocol: str = "default"
+    # Encoder model file; None = the packaged model.
+    model: str | None = None
     voice: VoiceConfig = field(default_factory=VoiceConfig)
 
     def protocol_path(self, home: Path) -> str | Path:
@@ -106,35 +135,79 @@ def resolve_home(home: str | Path | None) -> Home:
 
 
 def load_config(home: Home) -> Config:
-    """Read HOME/config.toml; a missing file means all defaults."""
+    """Read HOME/config.toml; a missing file means all defaults. Reads only."""
     path = home.config_path
     if not path.exists():
         return Config()
-    try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the syntax") from exc
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
-    return parse_config(data, str(path))
+    return parse_config(read_toml(path, "config"), str(path))
 
 
 def parse_config(data: dict[str, Any], source: str) -> Config:
-    voice_table = data.get("voice", {})
-    if not isinstance(voice_table, dict):
-        raise ConfigError(f"{source}: voice: must be a table ([voice])")
-    top = {k: v for k, v in data.items() if k != "voice"}
-    values = _typed_fields(Config, top, source, "", skip={"voice"})
-    voice_values = _typed_fields(VoiceConfig, voice_table, source, "voice.", skip={"keep_audio"})
-    voice = VoiceConfig(**voice_values)
-    config = Config(**values, voice=voice)
-    if not PARTICIPANT_ID.match(config.participant_id):
-        raise ConfigError(
-            f"{source}: participant_id: {config.participant_id!r} must be 1-64 letters, digits, "
-            "'.', '_' or '-'"
+    t = Table(data, source)
+    values = t.read({
+        "participant_id": lambda k: _participant_id(t, k, t.text(k)),
+        "participant_name": t.text,
+        "timezone": lambda k: _timezone(t, k, t.text(k)),
+        "protocol": t.text,
+        "model": t.text,
+        "voice": lambda k: parse_voice(t.sub(k)),
+    })  # fmt: skip
+    return Config(**values)
+
+
+def parse_voice(v: Table) -> VoiceConfig:
+    if "max_story_s" in v:
+        raise v.fail(
+            "max_story_s",
+            "moved to the protocol: set story_max_seconds in its [protocol] table and "
+            "remove this line",
         )
-    check_timezone(config.timezone, f"{source}: timezone")
-    return config
+    values = v.read({
+        "asr_backend": lambda k: v.choice(k, ASR_BACKENDS),
+        "vosk_model_dir": v.text,
+        "input_device": v.text,
+        "output_device": v.text,
+        "tts_voice": v.text,
+        "tts_rate": lambda k: v.integer(k, *TTS_RATE),
+        "tts_volume": lambda k: v.number(k, *TTS_VOLUME),
+        "end_silence_s": lambda k: v.number(k, 0.2, 5.0),
+        "no_speech_timeout_s": lambda k: v.number(k, 1.0, 120.0),
+        "max_answer_s": lambda k: v.number(k, 2.0, 120.0),
+        "vad_aggressiveness": lambda k: v.integer(k, 0, 3),
+        "frame_ms": lambda k: v.choice(k, FRAME_SIZES),
+        "min_answer_snr_db": lambda k: v.number(k, 0.0, 60.0),
+    })  # fmt: skip
+    return VoiceConfig(**values)
+
+
+def with_options(
+    config: Config,
+    *,
+    participant_id: str | None = None,
+    participant_name: str | None = None,
+    timezone: str | None = None,
+    protocol: str | None = None,
+) -> Config:
+    """`config` with command-line options applied; each is checked like config.toml's
+    value, and an error names the option (e.g. "--participant: ...")."""
+    options = {
+        "participant_id": ("--participant", participant_id),
+        "participant_name": ("--name", participant_name),
+        "timezone": ("--timezone", timezone),
+        "protocol": ("--protocol", protocol),
+    }
+    changes: dict[str, Any] = {}
+    for key, (option, value) in options.items():
+        if value is None:
+            continue
+        t = Table({option: value}, "command line")
+        text = t.text(option)
+        if key == "participant_id":
+            _participant_id(t, option, text)
+        elif key == "timezone":
+            _timezone(t, option, text)
+        changes[key] = text
+    return dataclasses.replace(config, **changes)
 
 
 def check_timezone(name: str, where: str) -> ZoneInfo:
@@ -146,59 +219,37 @@ def check_timezone(name: str, where: str) -> ZoneInfo:
         ) from None
 
 
-def _typed_fields(cls: type, table: dict[str, Any], source: str, prefix: str, skip: set[str]):
-    hints = {f.name: f for f in dataclasses.fields(cls) if f.name not in skip}
-    for key in table:
-        if key not in hints:
-            raise ConfigError(f"{source}: {prefix}{key}: unknown field; check the spelling")
-    out: dict[str, Any] = {}
-    for name, spec in hints.items():
-        if name not in table:
-            continue
-        value = table[name]
-        wanted = str(spec.type)
-        ok = (
-            ("str" in wanted and isinstance(value, str) and value.strip())
-            or ("bool" in wanted and isinstance(value, bool))
-            or ("int" in wanted and isinstance(value, int) and not isinstance(value, bool))
-            or (
-                "float" in wanted and isinstance(value, int | float) and not isinstance(value, bool)
-            )
-        )
-        if not ok:
-            kind = wanted.replace(" | None", "")
-            raise ConfigError(f"{source}: {prefix}{name}: must be a {kind}, got {value!r}")
-        out[name] = value
-    return out
+def _timezone(t: Table, key: str, name: str) -> str:
+    check_timezone(name, f"{t.source}: {t.where}{key}")
+    return name
+
+
+def _participant_id(t: Table, key: str, value: str) -> str:
+    if not PARTICIPANT_ID.match(value):
+        raise t.fail(key, f"{value!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    return value
+
+
+def config_toml(config: Config) -> str:
+    """config.toml text for `config`: the values that differ from the defaults."""
+    data = _changed(config, Config())
+    voice = _changed(config.voice, VoiceConfig())
+    if voice:
+        data["voice"] = voice
+    return _HEADER + tomli_w.dumps(data)
 
 
 def write_config(home: Home, config: Config) -> None:
-    """Write config.toml (0600). Only simple scalar values are written."""
-    lines = []
-    for f in dataclasses.fields(Config):
-        value = getattr(config, f.name)
-        if f.name != "voice" and value is not None:
-            lines.append(f"{f.name} = {_toml_value(value)}")
-    voice = [
-        f"{f.name} = {_toml_value(getattr(config.voice, f.name))}"
-        for f in dataclasses.fields(VoiceConfig)
-        if getattr(config.voice, f.name) is not None and f.name != "keep_audio"
-    ]
-    if voice:
-        lines += ["", "[voice]", *voice]
+    """Write config.toml atomically (0600); it loads back as an equal Config."""
     home.ensure()
-    path = home.config_path
-    tmp = path.with_suffix(".toml.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write("\n".join(lines) + "\n")
-    os.replace(tmp, path)
+    write_private(home.config_path, config_toml(config))
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{escaped}"'
+def _changed(value: Any, default: Any) -> dict[str, Any]:
+    return {
+        f.name: getattr(value, f.name)
+        for f in dataclasses.fields(value)
+        if getattr(value, f.name) != getattr(default, f.name)
+        and not dataclasses.is_dataclass(getattr(value, f.name))
+        and getattr(value, f.name) is not None
+    }

@@ -1,8 +1,9 @@
-"""Voice: audio devices and WAV files (`audio`), speech recognition (`listen`), turn-taking
+"""Voice: audio devices and WAV files (`audio`), speech recognition (`listen`), which
+recogniser and vosk model a home uses (`backend`, pure, shared with `doctor`), turn-taking
 (`turns`, pure), speech synthesis (`speak`), the voice channels (`channels`) and installing a
 vosk model (`asr`).
 
-May import: the foundation modules, `settings` and `engine` (the `Channel` interface). Never
-`model`, `research`, `service`, `ops`, `app` or `cli`. vosk, pocketsphinx, sounddevice and
-pyttsx3 are imported only when a recogniser, device or speaker is made.
+May import: the foundation modules, `settings` and `engine` (the `Channel` interface, the
+protocol). Never `model`, `research`, `service`, `ops`, `app` or `cli`. vosk, pocketsphinx,
+sounddevice and pyttsx3 are imported only when a recogniser, device or speaker is made.
 """

@@ -4,7 +4,8 @@ A model arrives as a zip or a directory (copied from a USB stick), or is downloa
 from a URL with a known sha256 on a connected machine. It is verified (checksum,
 vosk layout), unpacked safely, and moved into HOME/models/asr/<name>/ in one
 rename, so a session never sees half a model. Only the `models install-asr`
-command calls this; sessions never touch the network.
+command calls this; sessions never touch the network. Which model a session uses is
+decided in `voice.backend`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from companion.checksum import sha256_file
 from companion.errors import AsrModelError
 from companion.settings.config import Home, load_config, write_config
+from companion.voice.backend import asr_dir
 
 log = logging.getLogger(__name__)
 
@@ -33,20 +35,6 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 # Files every vosk (Kaldi nnet3) model has; listen.VoskFactory checks for am/ and conf/.
 _REQUIRED = ("am/final.mdl", "conf")
 _CHUNK = 1 << 20
-
-
-def asr_dir(home: Path) -> Path:
-    return home / "models" / "asr"
-
-
-def installed_model_dir(home: Path) -> Path | None:
-    """The model config.toml points at, else the newest one under HOME/models/asr."""
-    configured = load_config(Home(home)).voice.vosk_model_dir
-    if configured:
-        return Path(configured)
-    root = asr_dir(home)
-    found = sorted(p for p in root.glob("*") if (p / "am").is_dir()) if root.is_dir() else []
-    return found[-1] if found else None
 
 
 def install_asr(

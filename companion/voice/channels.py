@@ -9,12 +9,14 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
 from companion.engine.dialogue import EndOfInput, Expectation, Heard
+from companion.engine.protocol import Protocol
 from companion.errors import ConfigError
 from companion.settings.config import VoiceConfig
 from companion.voice.audio import (
@@ -32,18 +34,29 @@ from companion.voice.speak import Speaker, SpeakerSettings
 from companion.voice.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, TurnEnded
 
 log = logging.getLogger(__name__)
+# A story expectation without its own cap (the session always sets one) gets the
+# protocol's default.
+_STORY_MAX_S = Protocol.story_max_seconds
 
 
+@dataclass(frozen=True)
 class VoiceSettings(VoiceConfig):
-    """The [voice] config with the voice stack's defaults applied. None means the default."""
+    """config.toml's [voice], plus what the protocol and the home decide for voice."""
+
+    # From the protocol's keep_audio: keep participant turns as 0600 WAVs under HOME/audio.
+    keep_audio: bool = False
+    # The home: resolves a relative vosk_model_dir and finds models installed there.
+    # None = no home (a vosk model only from $COMPANION_VOSK_MODEL or an absolute path).
+    home: Path | None = None
 
     def turn_config(self, expect: Expectation) -> TurnConfig:
         if expect.kind == "story":
-            cap = self.max_story_s if self.max_story_s is not None else 180.0
+            # The protocol's story_max_seconds arrives on the expectation: the one knob.
+            cap = expect.max_seconds if expect.max_seconds is not None else _STORY_MAX_S
         else:
-            cap = self.max_answer_s if self.max_answer_s is not None else 15.0
-        if expect.max_seconds is not None:
-            cap = min(cap, expect.max_seconds)
+            cap = self.max_answer_s
+            if expect.max_seconds is not None:
+                cap = min(cap, expect.max_seconds)
         return TurnConfig(
             frame_ms=self.frame_ms,
             end_silence_s=self.end_silence_s,
@@ -53,12 +66,6 @@ class VoiceSettings(VoiceConfig):
 
     def speaker_settings(self) -> SpeakerSettings:
         return SpeakerSettings(self.tts_voice, self.tts_rate, self.tts_volume)
-
-    def vad_level(self) -> int:
-        level = 2 if self.vad_aggressiveness is None else self.vad_aggressiveness
-        if level not in (0, 1, 2, 3):
-            raise ConfigError(f"vad_aggressiveness {level}: use 0, 1, 2 or 3")
-        return level
 
 
 class VoiceChannel:
@@ -91,16 +98,14 @@ class VoiceChannel:
         self.settings = settings
         self.source = source
         self.sink = sink
-        self.recognizers = recognizers or pick_backend(
-            settings.asr_backend or "auto", settings.vosk_model_dir
-        )
+        self.recognizers = recognizers or pick_backend(settings, settings.home)
         self.speaker = speaker or Speaker(settings.speaker_settings(), sink)
         if self.speaker.sink is None:
             self.speaker.sink = sink
         if settings.keep_audio and audio_dir is None:
             raise ConfigError("keep_audio is on but no audio dir was given")
         self.audio_dir = Path(audio_dir) if audio_dir is not None else None
-        self._vad = webrtcvad.Vad(settings.vad_level())
+        self._vad = webrtcvad.Vad(settings.vad_aggressiveness)
         self._clock = clock
         self._retries, self._backoff_s, self._stall_s, self._sleep = (
             retries,
@@ -214,7 +219,6 @@ class VoiceChannel:
                 audio_path = self._keep(b"".join(turn_pcm), t0)
                 text, confidence = transcript.text, transcript.confidence
                 min_snr = self.settings.min_answer_snr_db
-                min_snr = 15.0 if min_snr is None else min_snr
                 if mode == "grammar" and text and level.snr_db() < min_snr:
                     log.info("rejecting %r: speech-to-noise %.1f dB", text, level.snr_db())
                     text, confidence = "", 0.0
@@ -275,10 +279,9 @@ def open_voice_channel(
     settings: VoiceSettings, audio_dir: str | Path | None = None
 ) -> VoiceChannel:
     """Microphone + speaker channel for a live session."""
-    frame_ms = settings.frame_ms or 30
     return VoiceChannel(
         settings,
-        MicrophoneSource(settings.input_device, frame_ms),
+        MicrophoneSource(settings.input_device, settings.frame_ms),
         SpeakerSink(settings.output_device),
         audio_dir=audio_dir,
     )
@@ -310,15 +313,14 @@ class ReplayChannel(VoiceChannel):
         self.files = sorted(directory.glob("*.wav"))
         if not directory.is_dir() or not self.files:
             raise ConfigError(f"{directory}: no .wav files to replay")
-        frame_ms = settings.frame_ms or 30
-        super().__init__(settings, WavSource([], frame_ms), sink or _NullSink(), **kwargs)  # type: ignore[arg-type]
+        super().__init__(settings, WavSource([], settings.frame_ms), sink or _NullSink(), **kwargs)  # type: ignore[arg-type]
         self._next = 0
 
     def listen(self, expect: Expectation) -> Heard:
         if self._next >= len(self.files):
             raise EndOfInput("replay: no more recorded turns")
         self.source.close()
-        self.source = WavSource(self.files[self._next], self.settings.frame_ms or 30)
+        self.source = WavSource(self.files[self._next], self.settings.frame_ms)
         self._next += 1
         self._started = False
         return super().listen(expect)
@@ -341,8 +343,7 @@ class SynthesizedParticipantChannel(VoiceChannel):
         participant_voice: SpeakerSettings | None = None,
         **kwargs: object,
     ) -> None:
-        frame_ms = settings.frame_ms or 30
-        super().__init__(settings, WavSource([], frame_ms), sink or _NullSink(), **kwargs)  # type: ignore[arg-type]
+        super().__init__(settings, WavSource([], settings.frame_ms), sink or _NullSink(), **kwargs)  # type: ignore[arg-type]
         self._answer_fn = answer_fn
         self._voice = Speaker(participant_voice or SpeakerSettings(voice="en-us", rate=150))
         self.last_prompt = ""

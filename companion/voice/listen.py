@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from companion.errors import ModelError
+from companion.settings.config import VoiceConfig
+from companion.voice.backend import choose_backend
 
 log = logging.getLogger(__name__)
 
@@ -314,28 +315,13 @@ class PocketsphinxFactory:
 # --- choosing a backend ---------------------------------------------------------------
 
 
-def find_vosk_model(configured: str | None) -> Path | None:
-    """The configured vosk model dir, else $COMPANION_VOSK_MODEL; None if neither exists."""
-    for cand in (configured, os.environ.get("COMPANION_VOSK_MODEL")):
-        if cand and (Path(cand) / "am").is_dir():
-            return Path(cand)
-    if configured:
-        raise ModelError(
-            f"vosk_model_dir {configured}: no vosk model there; run models install-asr"
-        )
-    return None
-
-
-def pick_backend(backend: str = "auto", vosk_model_dir: str | None = None) -> RecognizerFactory:
-    """vosk when a model is configured/installed, else pocketsphinx; `backend` overrides."""
-    if backend not in ("auto", "vosk", "pocketsphinx"):
-        raise ModelError(f"asr_backend {backend!r}: use auto, vosk or pocketsphinx")
-    if backend == "pocketsphinx":
-        return PocketsphinxFactory()
-    model = find_vosk_model(vosk_model_dir)
-    if model is not None:
-        return VoskFactory(model)
-    if backend == "vosk":
-        raise ModelError("asr_backend vosk: no vosk model configured; run models install-asr")
-    log.info("no vosk model installed: using pocketsphinx (English)")
+def pick_backend(voice: VoiceConfig, home: Path | None) -> RecognizerFactory:
+    """Load the recogniser `backend.choose_backend` decides on (the one `doctor` reports)."""
+    choice = choose_backend(voice, home)
+    if choice.name is None:
+        raise ModelError(choice.reason)
+    log.info("speech recognition: %s", choice.reason)
+    if choice.name == "vosk":
+        assert choice.vosk_model_dir is not None
+        return VoskFactory(choice.vosk_model_dir)
     return PocketsphinxFactory()

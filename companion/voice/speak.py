@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from companion.errors import ConfigError
+from companion.settings.config import TTS_RATE, TTS_VOLUME, VoiceConfig
 from companion.voice.audio import AudioSink, read_wav
 
 log = logging.getLogger(__name__)
@@ -60,13 +61,16 @@ def _wait_idle(engine: Any, text: str) -> None:
         log.warning("espeak-ng did not finish %r in time", text[:40])
 
 
+_VOICE = VoiceConfig()  # config.toml's [voice] defaults, written once there
+
+
 @dataclass(frozen=True)
 class SpeakerSettings:
-    """None means the engine's default."""
+    """How the companion (or a simulated participant) sounds; defaults are [voice]'s."""
 
-    voice: str | None = None  # espeak voice id, name or language ("en-us", "gmw/en-US")
-    rate: int | None = None  # words per minute
-    volume: float | None = None  # 0.0 .. 1.0
+    voice: str = _VOICE.tts_voice  # espeak voice id, name or language ("en-us", "gmw/en-US")
+    rate: int = _VOICE.tts_rate  # words per minute
+    volume: float = _VOICE.tts_volume  # 0.0 .. 1.0
 
 
 def split_sentences(text: str, max_chars: int = 200) -> list[str]:
@@ -94,15 +98,14 @@ class Speaker:
         self._engine: Any = pyttsx3.init("espeak")
         self._token = self._engine.connect("finished-utterance", _on_finished)
         s = self.settings
-        if s.rate is not None and not 50 <= s.rate <= 500:
-            raise ConfigError(f"tts_rate {s.rate}: use 50..500 words per minute")
-        if s.volume is not None and not 0.0 <= s.volume <= 1.0:
-            raise ConfigError(f"tts_volume {s.volume}: use 0.0..1.0")
-        self._props = {
-            "voice": self._voice_id(s.voice or "en-us"),
-            "rate": s.rate if s.rate is not None else 170,
-            "volume": s.volume if s.volume is not None else 1.0,
-        }
+        # config.toml is checked at load with the same ranges; settings built in code are not.
+        if not TTS_RATE[0] <= s.rate <= TTS_RATE[1]:
+            raise ConfigError(
+                f"tts_rate {s.rate}: use {TTS_RATE[0]}..{TTS_RATE[1]} words per minute"
+            )
+        if not TTS_VOLUME[0] <= s.volume <= TTS_VOLUME[1]:
+            raise ConfigError(f"tts_volume {s.volume}: use {TTS_VOLUME[0]}..{TTS_VOLUME[1]}")
+        self._props = {"voice": self._voice_id(s.voice), "rate": s.rate, "volume": s.volume}
         self._tmp = tempfile.TemporaryDirectory(prefix="companion-tts-")
         self._player = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tts-play")
 

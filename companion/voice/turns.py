@@ -10,42 +10,26 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
+from companion.settings.config import FRAME_SIZES, VoiceConfig
+
+_VOICE = VoiceConfig()  # config.toml's [voice] defaults, written once there
+
 
 @dataclass(frozen=True)
 class TurnConfig:
-    """None means the default."""
+    """How one turn is detected. The config.toml knobs default to the [voice] defaults."""
 
-    frame_ms: int | None = None  # 10, 20 or 30 (webrtcvad's frame sizes)
-    end_silence_s: float | None = None  # trailing silence that ends a turn
-    no_speech_timeout_s: float | None = None  # give up if nobody starts talking
-    max_turn_s: float | None = None  # cap on one turn, measured from speech start
-    onset_window_ms: int | None = None  # look-back window for speech onset
-    onset_speech_ms: int | None = None  # voiced ms needed in that window to start
+    frame_ms: int = _VOICE.frame_ms  # 10, 20 or 30 (webrtcvad's frame sizes)
+    end_silence_s: float = _VOICE.end_silence_s  # trailing silence that ends a turn
+    no_speech_timeout_s: float = _VOICE.no_speech_timeout_s  # give up if nobody starts talking
+    max_turn_s: float = 120.0  # cap on one turn, measured from speech start
+    onset_window_ms: int = 300  # look-back window for speech onset
+    onset_speech_ms: int = 120  # voiced ms needed in that window to start
 
-    def resolved(self) -> ResolvedTurnConfig:
-        frame_ms = self.frame_ms or 30
-        if frame_ms not in (10, 20, 30):
-            raise ValueError(f"frame_ms must be 10, 20 or 30, not {frame_ms}")
-        return ResolvedTurnConfig(
-            frame_ms=frame_ms,
-            end_silence_s=self.end_silence_s if self.end_silence_s is not None else 0.8,
-            no_speech_timeout_s=(
-                self.no_speech_timeout_s if self.no_speech_timeout_s is not None else 8.0
-            ),
-            max_turn_s=self.max_turn_s if self.max_turn_s is not None else 120.0,
-            onset_window_ms=self.onset_window_ms or 300,
-            onset_speech_ms=self.onset_speech_ms or 120,
-        )
-
-
-@dataclass(frozen=True)
-class ResolvedTurnConfig:
-    frame_ms: int
-    end_silence_s: float
-    no_speech_timeout_s: float
-    max_turn_s: float
-    onset_window_ms: int
-    onset_speech_ms: int
+    def __post_init__(self) -> None:
+        # config.toml is checked at load; this guards code that builds a TurnConfig itself.
+        if self.frame_ms not in FRAME_SIZES:
+            raise ValueError(f"frame_ms must be 10, 20 or 30, not {self.frame_ms}")
 
 
 @dataclass(frozen=True)
@@ -75,7 +59,7 @@ class TurnDetector:
     """
 
     def __init__(self, config: TurnConfig | None = None) -> None:
-        self.config = (config or TurnConfig()).resolved()
+        self.config = config or TurnConfig()
         c = self.config
         self._frame_s = c.frame_ms / 1000.0
         self._window: deque[bool] = deque(maxlen=max(1, c.onset_window_ms // c.frame_ms))
