@@ -263,7 +263,7 @@ def browse(home, db_file, port) -> None:
     """Browse the database read-only in datasette on 127.0.0.1 (needs the browse extra)."""
     from pathlib import Path
 
-    from companion.research.codebook import browse_command
+    from companion.research.browse import browse_command
     from companion.settings.config import resolve_home
 
     path = Path(db_file) if db_file else resolve_home(home).db_path

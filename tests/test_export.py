@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.research import codebook
+from companion.research import browse, codebook
 from companion.research.export import TABLES, ExportError, ExportOptions, export_home, read_manifest
 from companion.settings.config import Home
 from tests.conftest import run_cli
@@ -162,7 +162,7 @@ def test_browse_metadata_and_missing_datasette(study, tmp_path):
     import importlib.util
 
     _, piped, _ = study
-    meta = codebook.datasette_metadata({"sessions": ["id", "status", "device_id"]})
+    meta = browse.datasette_metadata({"sessions": ["id", "status", "device_id"]})
     described = meta["databases"]["*"]["tables"]["sessions"]["columns"]
     assert "completed" in described["status"] and "Device" in described["device_id"]
     if importlib.util.find_spec("datasette") is None:
@@ -170,7 +170,9 @@ def test_browse_metadata_and_missing_datasette(study, tmp_path):
         assert done.returncode == 2
         assert done.stderr.count("\n") == 1 and "pip install 'companion[browse]'" in done.stderr
     else:
-        argv, path = codebook.browse_command(piped.home.db_path, 8123)
+        argv, path = browse.browse_command(piped.home.db_path, 8123)
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert json.loads(path.read_text())["databases"]["*"]["tables"]["sessions"]
         path.unlink()
         assert argv[1:4] == ["serve", "-i", str(piped.home.db_path)]
         assert "127.0.0.1" in argv
