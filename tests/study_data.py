@@ -14,6 +14,7 @@ from pathlib import Path
 
 from companion import app
 from companion.engine.protocol import default_protocol_text
+from companion.engine.record import record_protocol
 from companion.engine.session import run_session
 from companion.engine.textio import TextChannel
 from companion.settings.config import Config, Home, write_config
@@ -56,19 +57,48 @@ def session_lines(rng: random.Random, planted: bool = False, happy: float = 0.0)
     return [likert(), likert(), *story_lines(rng, planted), *(likert() for _ in range(8))]
 
 
+# The default protocol with every instrument and item renamed and a 1-7 closing item: a study
+# that is not the shipped one. Its session lines are the same (two check-in items, seven
+# post-story items, one closing item).
+CUSTOM_IDS = {
+    "mood": "affect", "valence": "pleasantness", "arousal": "energy",
+    "story_empathy": "resonance", "similar_emotions": "shared_feelings",
+}  # fmt: skip
+
+
+def custom_protocol_text() -> str:
+    text = default_protocol_text().replace('id = "empathic-stories-daily"', 'id = "custom-study"')
+    for old, new in CUSTOM_IDS.items():
+        text = text.replace(f'id = "{old}"', f'id = "{new}"')
+    text = text.replace('id = "felt_understood"', 'id = "rapport"', 1)
+    text = text.replace('id = "felt_understood"', 'id = "understood_me"', 1)
+    return text.replace(
+        'min = 1\nmax = 5\nanchors = { 1 = "not at all", 5 = "completely" }',
+        'min = 1\nmax = 7\nanchors = { 1 = "not at all", 7 = "completely" }',
+    )
+
+
 def make_home(path: Path, participant: str, name: str, timezone: str = "Europe/London",
-              condition: str = "counterbalanced") -> app.Opened:  # fmt: skip
+              condition: str = "counterbalanced", protocol_text: str | None = None,
+              record: bool = True) -> app.Opened:  # fmt: skip
+    """A home with its own protocol file; `record`: the protocol is in the `protocols` table,
+    as the session engine records it (False: data from before protocols were recorded)."""
     home = Home(path).ensure()
     protocol = home.path / "protocol.toml"
     protocol.write_text(
-        default_protocol_text().replace('condition = "matched"', f'condition = "{condition}"')
+        (protocol_text or default_protocol_text()).replace(
+            'condition = "matched"', f'condition = "{condition}"'
+        )
     )
     write_config(
         home,
         Config(participant_id=participant, participant_name=name, timezone=timezone,
                protocol="protocol.toml"),
     )  # fmt: skip
-    return app.open_home(home.path)
+    opened = app.open_home(home.path)
+    if record:
+        record_protocol(opened.db, opened.protocol, datetime(2026, 3, 1, tzinfo=UTC))
+    return opened
 
 
 def ticking(start: datetime, step: timedelta = timedelta(seconds=6)) -> Callable[[], datetime]:
@@ -111,13 +141,15 @@ def fill_study(opened: app.Opened, days: int, seed: int, start: datetime | None 
 
 
 def build_study(root: Path, homes: int = 3, days: int = 4, deidentify: bool = True,
-                fmt: str = "csv") -> tuple[list[app.Opened], list[Path]]:  # fmt: skip
+                fmt: str = "csv", protocol_text: str | None = None,
+                record: bool = True) -> tuple[list[app.Opened], list[Path]]:  # fmt: skip
     """`homes` devices with one participant each, every one exported to root/export-N."""
     from companion.research.export import ExportOptions, export_home
 
     opened, exports = [], []
     for n in range(homes):
-        o = make_home(root / f"home-{n}", f"P{n + 1:03d}", ["Ada", "Bruno", "Chiara", "Dev"][n % 4])
+        o = make_home(root / f"home-{n}", f"P{n + 1:03d}", ["Ada", "Bruno", "Chiara", "Dev"][n % 4],
+                      protocol_text=protocol_text, record=record)  # fmt: skip
         fill_study(o, days, seed=n, interrupt=0.25)
         out = root / f"export-{n}"
         export_home(o.home, out, ExportOptions(format=fmt, deidentify=deidentify))

@@ -120,7 +120,9 @@ def test_record_protocol_once_per_version(tmp_path):
     first = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
     record_protocol(db, protocol, first)
     record_protocol(db, protocol, datetime(2026, 12, 2, tzinfo=UTC))
-    rows = db.execute("SELECT id, version, title, definition, recorded_at FROM protocols").fetchall()
+    rows = db.execute(
+        "SELECT id, version, title, definition, recorded_at FROM protocols"
+    ).fetchall()
     assert len(rows) == 1
     pid, version, title, definition, recorded_at = rows[0]
     assert (pid, version, title) == (protocol.id, protocol.version, protocol.title)

@@ -31,9 +31,10 @@ from companion.errors import CompanionError
 from companion.files import open_private, private_dir, write_private
 from companion.research import codebook
 from companion.research.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
+from companion.research.readonly import ReadOnly
 from companion.settings.config import Config, Home, load_config
 from companion.store import schema
-from companion.store.db import open_db, schema_version
+from companion.store.db import schema_version
 
 log = logging.getLogger(__name__)
 
@@ -294,16 +295,13 @@ def export_home(
     if out.exists() and any(out.iterdir()):
         raise ExportError(f"{out}: output directory is not empty; choose a new one")
     config = load_config(home)
-    db = open_db(home.db_path, readonly=True)
-    try:
-        return _export(home, db, out, options, config, progress)
-    finally:
-        db.close()
+    with ReadOnly(home.db_path) as reader:
+        return _export(home, reader, out, options, config, progress)
 
 
 def _export(
     home: Home,
-    db: sqlite_utils.Database,
+    reader: ReadOnly,
     out: Path,
     options: ExportOptions,
     config: Config,
@@ -314,6 +312,7 @@ def _export(
     except CompanionError as exc:
         log.warning("protocol not loadable for the codebook: %s", exc)
         protocol = None
+    db = reader.db
     private_dir(out)
     dev = device_id(home)
     names = [r[0] for r in db.execute("SELECT name FROM participants").fetchall()]
@@ -339,6 +338,7 @@ def _export(
     book = codebook.build_codebook(exported, protocols, notes)
     write_private(out / "codebook.json", codebook.to_json(book))
     write_private(out / "codebook.md", codebook.render_markdown(book))
+    reader.check()  # before the manifest: an export without one is never merged
     files = {
         str(p.relative_to(out)): sha256_file(p)
         for p in sorted(out.rglob("*"))

@@ -25,6 +25,7 @@ from pathlib import Path
 from companion.errors import CompanionError
 from companion.files import private_dir, write_private
 from companion.research.instruments import Panel, Recorded, Roles, choose_roles
+from companion.research.readonly import ReadOnly
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +101,11 @@ class StudyData:
 def load(path: Path) -> StudyData:
     if not path.is_file():
         raise ReportError(f"{path}: no database here; check --home or --db")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    reader = ReadOnly(path)
+    conn = reader.conn
     try:
+        # One read transaction: the sessions and answers are one consistent snapshot.
+        conn.execute("BEGIN")
         rows = conn.execute(
             "SELECT s.id, s.participant_id, s.status, s.local_date, s.started_at, s.ended_at, "
             "(SELECT e.condition FROM story_exposures e WHERE e.session_id = s.id LIMIT 1), "
@@ -114,10 +118,11 @@ def load(path: Path) -> StudyData:
         recorded = []
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'protocols'").fetchone():
             recorded = conn.execute("SELECT id, version, definition FROM protocols").fetchall()
+        reader.check()
     except sqlite3.DatabaseError as exc:
         raise ReportError(f"{path}: not a companion or study database ({exc})") from exc
     finally:
-        conn.close()
+        reader.close()
     sessions = []
     for sid, pid, status, local, started, ended, condition, proto, version in rows:
         minutes = None
