@@ -7,42 +7,30 @@ parses arguments or prints.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import logging
-import os
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-import sqlite_utils
-
+from companion.engine.context import Opened
 from companion.engine.dialogue import Channel
 from companion.engine.match import LexicalMatcher
-from companion.engine.protocol import Protocol, load_protocol
+from companion.engine.protocol import load_protocol
 from companion.engine.session import Participant, SessionResult, StoryChooser, run_session
 from companion.engine.simulate import PrintingChannel, SimulatedChannel, SimulatedParticipant
 from companion.engine.stories import ensure_bank
-from companion.errors import CompanionError, SessionBusyError
+from companion.errors import CompanionError
 from companion.settings.config import Config, Home, load_config, resolve_home, write_config
-from companion.store.db import ensure_participant, log_event, open_db
+from companion.store.db import DatabaseError, log_event, open_db, schema_version
+from companion.store.lock import session_lock
+from companion.store.migrations import SCHEMA_VERSION
+from companion.store.queries import ensure_participant
 
 if TYPE_CHECKING:
     from companion.voice.channels import VoiceSettings
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Opened:
-    home: Home
-    config: Config
-    protocol: Protocol
-    db: sqlite_utils.Database
-    # Heavy objects built once per process (the model), keyed by name.
-    cache: dict[str, object] = field(default_factory=dict)
 
 
 def open_home(home: str | Path | None, *, participant_id: str | None = None) -> Opened:
@@ -60,20 +48,25 @@ def open_home(home: str | Path | None, *, participant_id: str | None = None) -> 
     return Opened(resolved, config, protocol, db)
 
 
-@contextmanager
-def session_lock(home: Home) -> Iterator[None]:
-    """One session at a time per home, across processes (the scheduler and a manual start)."""
-    fd = os.open(home.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SessionBusyError(
-                f"{home.path}: another session is running; wait for it to finish"
-            ) from None
-        yield
-    finally:
-        os.close(fd)
+def open_home_readonly(home: str | Path | None) -> Opened:
+    """Open an existing home to look, not touch: no config written, no migration, no bank
+    loaded, the database opened read-only (`status`). Refuses a home that is not set up."""
+    resolved = resolve_home(home)
+    if not resolved.db_path.is_file():
+        raise DatabaseError(
+            f"{resolved.db_path}: no database here; check --home or run companion init"
+        )
+    config = load_config(resolved)
+    protocol = load_protocol(config.protocol_path(resolved.path))
+    db = open_db(resolved.db_path, readonly=True)
+    version = schema_version(db)
+    if version != SCHEMA_VERSION:
+        db.close()
+        raise DatabaseError(
+            f"{resolved.db_path}: schema v{version}, this companion reads v{SCHEMA_VERSION}; "
+            "run companion init (or start the service) to migrate it"
+        )
+    return Opened(resolved, config, protocol, db)
 
 
 def story_chooser(opened: Opened) -> StoryChooser:
@@ -117,8 +110,7 @@ def prepare_bank(opened: Opened) -> int:
 
 
 def participant_of(opened: Opened) -> Participant:
-    c = opened.config
-    return Participant(c.participant_id, c.participant_name, c.timezone)
+    return opened.participant
 
 
 def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> SessionResult:

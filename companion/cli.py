@@ -328,7 +328,8 @@ def run(home, voice) -> None:
     app.prepare_bank(opened)
     # A new voice channel (and recogniser) per invitation/session: vosk grows over long runs.
     factory = (lambda: app.voice_channel(opened)) if voice else None
-    service.serve(opened, sys.stdin, sys.stdout, channel_factory=factory)
+    service.serve(opened, sys.stdin, sys.stdout, channel_factory=factory,
+                  chooser=lambda: app.story_chooser(opened))  # fmt: skip
 
 
 @cli.command()
@@ -339,7 +340,7 @@ def status(home, as_json) -> None:
     from companion import app
     from companion.service.status import compute_status, format_status
 
-    current = compute_status(app.open_home(home))
+    current = compute_status(app.open_home_readonly(home))
     click.echo(current.to_json() if as_json else format_status(current))
 
 

@@ -6,6 +6,7 @@ see it half-written.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,3 +51,8 @@ def write_private(path: Path, data: str | bytes) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def free_bytes(path: Path) -> int:
+    """Free space on the filesystem holding `path`."""
+    return shutil.disk_usage(path).free

@@ -100,6 +100,7 @@ class World:
             sleep=lambda seconds: self.traveller.shift(seconds),
             notify=self.notes.append,
             heartbeat_seconds=6 * 3600,
+            chooser=lambda: app.story_chooser(opened),
         )
         self.service.start()
         self.scheduler.start()
@@ -402,11 +403,15 @@ def test_damaged_database_is_refused_with_an_event(tmp_path: Path) -> None:
 
 
 def test_clock_before_the_build_date_is_not_trusted(tmp_path: Path) -> None:
-    from companion.clock import BUILD_DATE
-    from companion.service.runner import clock_problem
+    from companion.clock import BUILD_DATE, clock_problem
+    from companion.store.queries import last_event_at
 
     home = make_home(tmp_path)
     db = app.open_home(home).db
+    log_event(db, "probe")
     before = datetime.combine(BUILD_DATE, datetime.min.time(), tzinfo=LONDON) - timedelta(days=1)
-    assert "before the build date" in (clock_problem(db, before) or "")
-    assert clock_problem(db, utc_now() + timedelta(days=1)) is None
+    assert "before the build date" in (clock_problem(before, last_event_at(db)) or "")
+    assert clock_problem(utc_now() + timedelta(days=1), last_event_at(db)) is None
+    assert "earlier than the last database event" in (
+        clock_problem(utc_now() - timedelta(hours=1), last_event_at(db)) or ""
+    )

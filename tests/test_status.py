@@ -52,9 +52,24 @@ def test_status_after_three_study_days(tmp_path: Path) -> None:
     assert local(2, 9).astimezone(LONDON).hour == 9
 
 
+def _snapshot(home: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(home.iterdir()) if p.is_file()}
+
+
 def test_status_cli_json_and_audio_check(tmp_path: Path) -> None:
-    done = run_cli("status", "--json", home=tmp_path / "h")
+    home = tmp_path / "h"
+    missing = run_cli("status", home=home)  # a mistyped --home is not a new study
+    assert missing.returncode == 2 and "no database here" in missing.stderr
+    assert not home.exists()
+    assert run_cli("init", home=home).returncode == 0
+    before = _snapshot(home)
+    done = run_cli("status", "--json", home=home)
     assert done.returncode == 0, done.stderr
+    after = _snapshot(home)
+    # Read-only: the database and config are byte for byte the same; at most SQLite's WAL
+    # index files appear (a read-only reader of a WAL database needs them).
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert set(after) - set(before) <= {"companion.db-wal", "companion.db-shm"}
     data = json.loads(done.stdout)
     assert data["study_day"] == 1 and data["adherence"]["held"] == 0
     assert data["next_invitation"] is not None

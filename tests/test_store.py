@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from companion.store.db import SCHEMA_VERSION, DatabaseError, migrate, open_db, schema_version
+from companion.store.db import DatabaseError, migrate, open_db, schema_version
+from companion.store.migrations import SCHEMA_VERSION
 from tests.conftest import run_cli, run_text_session
 
 TABLES = {"participants", "sessions", "turns", "stories", "story_exposures", "self_reports",
@@ -47,6 +48,58 @@ def test_migrate_from_previous_version_keeps_data(tmp_path: Path) -> None:
     row = upgraded.execute("SELECT value, raw_answer FROM self_reports").fetchone()
     assert row == (4, "four")
     assert upgraded.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_v4_moves_invitation_log_text_into_the_invitations_table(tmp_path: Path) -> None:
+    """What v3 services wrote into events.detail becomes rows the service and status read."""
+    from companion.store import queries
+
+    path = tmp_path / "v3.db"
+    db = sqlite_utils.Database(path)
+    migrate(db, target=3)
+    db.execute("INSERT INTO participants VALUES ('P1', 'Ann', 'UTC', '2026-12-01T00:00:00+00:00')")
+    db.execute(
+        "INSERT INTO sessions (participant_id, protocol_id, protocol_version, mode, status, "
+        "started_at, timezone, local_date) VALUES ('P1', 'p', 1, 'text', 'completed', "
+        "'2026-12-02T18:40:00.000+00:00', 'UTC', '2026-12-02')"
+    )
+    old = [  # (ts, detail, session_id) exactly as v3 logged them
+        ("2026-12-01T18:00:00.000+00:00", "2026-12-01#0 attempt=1 outcome=no_answer", None),
+        ("2026-12-01T18:20:00.000+00:00", "2026-12-01#0 attempt=2 outcome=snoozed", None),
+        ("2026-12-02T18:00:00.000+00:00", "2026-12-02#0 attempt=1 outcome=declined", None),
+        ("2026-12-01T18:35:00.000+00:00", "2026-12-01#0 attempt=3 outcome=busy", None),
+        ("2026-12-02T18:40:00.000+00:00", "2026-12-02#1 attempt=1 outcome=accepted", 1),
+    ]
+    for ts, detail, session_id in old:
+        db.execute(
+            "INSERT INTO events (ts, level, kind, detail, session_id) "
+            "VALUES (?, 'info', 'invitation', ?, ?)",
+            [ts, detail, session_id],
+        )
+    db.execute("INSERT INTO events (ts, level, kind, detail) VALUES (?, 'info', 'backup', 'x')",
+               ["2026-12-01T03:30:00.000+00:00"])  # fmt: skip
+    db.conn.commit()
+    db.close()
+
+    upgraded = open_db(path)
+    rows = upgraded.execute(
+        "SELECT slot_key, attempt, outcome, at, session_id FROM invitations ORDER BY id"
+    ).fetchall()
+    assert rows == [
+        ("2026-12-01#0", 1, "no_answer", "2026-12-01T18:00:00.000+00:00", None),
+        ("2026-12-01#0", 2, "snoozed", "2026-12-01T18:20:00.000+00:00", None),
+        ("2026-12-02#0", 1, "declined", "2026-12-02T18:00:00.000+00:00", None),
+        ("2026-12-01#0", 3, "busy", "2026-12-01T18:35:00.000+00:00", None),
+        ("2026-12-02#1", 1, "accepted", "2026-12-02T18:40:00.000+00:00", 1),
+    ]
+    history = queries.attempt_history(upgraded, "2026-12-01#0")
+    assert [outcome for _, outcome in history] == ["no_answer", "snoozed", "busy"]
+    # Nothing lost: the old log lines stay in events.
+    assert upgraded.execute("SELECT COUNT(*) FROM events").fetchone()[0] == 6
+    from datetime import UTC, datetime
+
+    at = datetime(2026, 12, 1, 18, 50, tzinfo=UTC)
+    assert queries.record_invitation(upgraded, "2026-12-01#0", "declined", at) == 4
 
 
 def test_newer_schema_is_refused(tmp_path: Path) -> None:

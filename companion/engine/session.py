@@ -24,8 +24,9 @@ from companion.engine.acknowledge import acknowledgement
 from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
 from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
 from companion.engine.protocol import Instrument, Item, Protocol
-from companion.engine.stories import heard_story_ids, unheard_stories
-from companion.store.db import ensure_participant, log_event, transaction
+from companion.engine.stories import unheard_stories
+from companion.store.db import log_event, transaction
+from companion.store.queries import ensure_participant, heard_story_ids
 
 log = logging.getLogger(__name__)
 

@@ -23,6 +23,7 @@ from companion.clock import iso, utc_now
 from companion.emotions import EMOTIONS
 from companion.errors import StoryImportError
 from companion.store.db import transaction
+from companion.store.queries import heard_story_ids
 
 log = logging.getLogger(__name__)
 
@@ -188,12 +189,3 @@ def unheard_stories(db: sqlite_utils.Database, participant_id: str) -> list[Stor
     """The bank minus every story this participant has heard (or begun to hear)."""
     heard = heard_story_ids(db, participant_id)
     return [s for s in load_stories(db) if s.id not in heard]
-
-
-def heard_story_ids(db: sqlite_utils.Database, participant_id: str) -> set[str]:
-    rows = db.execute(
-        "SELECT e.story_id FROM story_exposures e JOIN sessions s ON s.id = e.session_id "
-        "WHERE s.participant_id = ?",
-        [participant_id],
-    )
-    return {row[0] for row in rows}

@@ -23,11 +23,12 @@ from companion.clock import iso, utc_now
 from companion.emotions import EMOTIONS
 from companion.engine.match import Exposure, Ranked, choose_story
 from companion.engine.session import Participant, StoryChooser
-from companion.engine.stories import Story, content_hash, heard_story_ids, unheard_stories
+from companion.engine.stories import Story, content_hash, unheard_stories
 from companion.model import personalize
 from companion.model.encode import Encoder, TextEncoding
 from companion.model.similarity import ScoreWeights, score
 from companion.store.db import transaction
+from companion.store.queries import heard_story_ids, post_story_rating
 
 log = logging.getLogger(__name__)
 
@@ -264,21 +265,6 @@ class EmpathicChooser(StoryChooser):
                 "UPDATE story_exposures SET learned_rating = ? WHERE id = ?", [rating, row[0]]
             )
         return Learned(rating, state.n)
-
-
-def post_story_rating(
-    db: sqlite_utils.Database, session_id: int, instruments: Sequence[str]
-) -> float | None:
-    """Mean of the answered items of the protocol's post-story instruments."""
-    if not instruments:
-        return None
-    marks = ", ".join("?" * len(instruments))
-    row = db.execute(
-        "SELECT AVG(value), COUNT(value) FROM self_reports WHERE session_id = ? "
-        f"AND instrument IN ({marks}) AND value IS NOT NULL",
-        [session_id, *instruments],
-    ).fetchone()
-    return float(row[0]) if row and row[1] else None
 
 
 @dataclass(frozen=True)

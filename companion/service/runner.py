@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import socket
 import time as _time
 from collections.abc import Callable
@@ -20,7 +19,6 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import sqlite_utils
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
@@ -28,17 +26,19 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
-from companion import clock
-from companion.app import Opened, participant_of, session_lock, story_chooser
+from companion import clock, files
 from companion.clock import iso, utc_now
+from companion.engine.context import Opened
 from companion.engine.dialogue import Channel, EndOfInput, Expectation
-from companion.engine.session import run_session
+from companion.engine.match import LexicalMatcher
+from companion.engine.session import StoryChooser, run_session
 from companion.errors import SessionBusyError
-from companion.service import schedule
-from companion.service.schedule import Attempt, Slot
+from companion.service import schedule, slots
+from companion.service.schedule import Slot
 from companion.service.terminal import LineInbox
-from companion.store import backup
+from companion.store import backup, queries
 from companion.store.db import DatabaseError, integrity_ok, log_event, transaction
+from companion.store.lock import session_lock
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
@@ -65,71 +65,9 @@ def heartbeat_interval(default: float = 60.0) -> float:
     return int(usec) / 2e6 if usec.isdigit() and int(usec) > 0 else default
 
 
-def disk_free(path: Path) -> int:
-    return shutil.disk_usage(path).free
-
-
 def make_scheduler(cls: type[BaseScheduler] = BlockingScheduler, executors: Any = None) -> Any:
     executors = executors or {"default": ThreadPoolExecutor(1), "plan": ThreadPoolExecutor(1)}
     return cls(executors=executors, job_defaults=JOB_DEFAULTS, timezone=UTC)
-
-
-# -- what the database says about a slot -----------------------------------------------------
-
-
-def attempt_history(db: sqlite_utils.Database, slot: Slot) -> list[Attempt]:
-    rows = db.execute(
-        "SELECT ts, detail FROM events WHERE kind = 'invitation' AND detail LIKE ? ORDER BY id",
-        [f"{slot.key} %"],
-    ).fetchall()
-    out = []
-    for ts, detail in rows:
-        fields = dict(part.split("=", 1) for part in detail.split()[1:] if "=" in part)
-        out.append(Attempt(datetime.fromisoformat(ts), fields.get("outcome", "no_answer")))
-    return out
-
-
-def slot_state(db: sqlite_utils.Database, participant_id: str, slot: Slot, per_day: int) -> str:
-    """held / missed / covered (daily quota reached by other sessions) / open."""
-    start, end = iso(slot.start), iso(slot.end)
-    row = db.execute(
-        "SELECT SUM(status != 'missed' AND started_at >= ? AND started_at < ?), "
-        "SUM(status = 'missed' AND started_at = ?), SUM(status != 'missed') "
-        "FROM sessions WHERE participant_id = ? AND local_date = ?",
-        [start, end, start, participant_id, slot.local_date.isoformat()],
-    ).fetchone()
-    held, missed, that_day = (int(v or 0) for v in row)
-    if held:
-        return "held"
-    if missed:
-        return "missed"
-    return "covered" if that_day >= per_day else "open"
-
-
-def recover_interrupted(db: sqlite_utils.Database, clock: Clock = utc_now) -> list[int]:
-    """Close sessions left `running` by a crash or power cut as `interrupted`.
-
-    Call only while holding the session lock, so a live session is never touched.
-    """
-    ids = [r[0] for r in db.execute("SELECT id FROM sessions WHERE status = 'running'")]
-    for session_id in ids:
-        with transaction(db):
-            # ended_at = the last thing recorded: the real end, not the restart time.
-            db.execute(
-                "UPDATE sessions SET status = 'interrupted', reason = ?, ended_at = COALESCE("
-                "(SELECT MAX(ended_at) FROM turns WHERE session_id = ?), started_at) "
-                "WHERE id = ? AND status = 'running'",
-                ["companion stopped during the session (crash or power loss)", session_id,
-                 session_id],
-            )  # fmt: skip
-        log_event(db, "session_recovered", "interrupted", level="warning",
-                  session_id=session_id, at=clock())  # fmt: skip
-    return ids
-
-
-def clock_problem(db: sqlite_utils.Database, now: datetime) -> str | None:
-    """companion.clock's rule, against the newest event in this database."""
-    return clock.clock_problem(now, db.execute("SELECT MAX(ts) FROM events").fetchone()[0])
 
 
 class Service:
@@ -142,14 +80,17 @@ class Service:
         *,
         scheduler: Any = None,
         clock: Clock = utc_now,
-        free_bytes: Callable[[Path], int] = disk_free,
+        free_bytes: Callable[[Path], int] = files.free_bytes,
+        chooser: Callable[[], StoryChooser] | None = None,
         sleep: Callable[[float], None] = _time.sleep,
         notify: Callable[[str], Any] = sd_notify,
         heartbeat_seconds: float | None = None,
     ) -> None:
         self.opened, self.db, self.channel_factory = opened, opened.db, channel_factory
         self.cfg = opened.protocol.schedule
-        self.participant = participant_of(opened)
+        self.participant = opened.participant
+        # The model's chooser in the product (handed in by the wiring); lexical otherwise.
+        self.chooser = chooser or (lambda: StoryChooser(LexicalMatcher()))
         self.tz = ZoneInfo(self.participant.timezone)
         self.scheduler = scheduler if scheduler is not None else make_scheduler()
         self.clock, self.free_bytes, self.sleep, self.notify = clock, free_bytes, sleep, notify
@@ -167,7 +108,7 @@ class Service:
                 "not scheduling; restore a backup"
             )
         warned = False
-        while (problem := clock_problem(self.db, self.clock())) is not None:
+        while problem := clock.clock_problem(self.clock(), queries.last_event_at(self.db)):
             if not warned:
                 log_event(self.db, "clock_suspect", problem + "; waiting", level="warning")
                 self.notify(f"STATUS=waiting for a plausible clock: {problem}")
@@ -175,13 +116,11 @@ class Service:
             self.sleep(60)  # a blocking wait; NTP will fix the clock
         try:
             with session_lock(self.opened.home):
-                recover_interrupted(self.db, self.clock)
+                queries.recover_interrupted(self.db, self.clock)
         except SessionBusyError:
             log.info("a session is running in another process; not recovering now")
-        row = self.db.execute(
-            "SELECT created_at FROM participants WHERE id = ?", [self.participant.id]
-        ).fetchone()
-        enrolled = datetime.fromisoformat(row[0])
+        enrolled = queries.enrolled_at(self.db, self.participant.id)
+        assert enrolled is not None, "open_home records the participant"
         self.slots = {
             s.key: s
             for s in schedule.study_slots(self.cfg, enrolled, self.tz, self.participant.seed)
@@ -206,7 +145,7 @@ class Service:
 
     # -- the plan ------------------------------------------------------------------------
     def state(self, slot: Slot) -> str:
-        return slot_state(self.db, self.participant.id, slot, self.cfg.max_per_day)
+        return slots.state(self.db, self.participant.id, slot, self.cfg.max_per_day)
 
     def replan(self) -> None:
         """Close past slots as missed, and schedule the coming ones (today and tomorrow)."""
@@ -215,7 +154,7 @@ class Service:
         for slot in self.slots.values():
             if slot.end <= now:
                 if self.state(slot) == "open":
-                    self.mark_missed(slot, schedule.missed_reason(attempt_history(self.db, slot)))
+                    self.mark_missed(slot, schedule.missed_reason(slots.history(self.db, slot)))
             elif slot.start < horizon:
                 self.scheduler.add_job(self.window_end, DateTrigger(slot.end), args=[slot.key],
                                        id=f"end:{slot.key}", executor="plan",
@@ -223,7 +162,7 @@ class Service:
                 self.plan_invitation(slot, now)
 
     def plan_invitation(self, slot: Slot, now: datetime) -> None:
-        history = attempt_history(self.db, slot)
+        history = slots.history(self.db, slot)
         due = schedule.next_attempt(self.cfg, slot, history, now, self.tz)
         if due is None or self.state(slot) != "open":
             return
@@ -239,13 +178,13 @@ class Service:
                                    replace_existing=True)  # fmt: skip
             return
         if self.state(slot) == "open":
-            self.mark_missed(slot, schedule.missed_reason(attempt_history(self.db, slot)))
+            self.mark_missed(slot, schedule.missed_reason(slots.history(self.db, slot)))
 
     def invite(self, key: str) -> None:
         slot, now = self.slots[key], self.clock()
         if self.state(slot) != "open":
             return
-        history = attempt_history(self.db, slot)
+        history = slots.history(self.db, slot)
         due = schedule.next_attempt(self.cfg, slot, history, now, self.tz)
         if due is None:
             return
@@ -253,8 +192,7 @@ class Service:
             self.plan_invitation(slot, now)
             return
         outcome, session_id = self.invite_and_run()
-        log_event(self.db, "invitation", f"{key} attempt={len(history) + 1} outcome={outcome}",
-                  session_id=session_id, at=now)  # fmt: skip
+        queries.record_invitation(self.db, key, outcome, now, session_id)
         if outcome in ("declined", "disk_full") and self.state(slot) == "open":
             self.mark_missed(slot, outcome)
         else:
@@ -293,8 +231,8 @@ class Service:
             return "error", None
 
     def run_session(self, channel: Channel) -> int:
-        chooser = story_chooser(self.opened)
-        result = run_session(self.db, self.opened.protocol, channel, self.participant, chooser,
+        result = run_session(self.db, self.opened.protocol, channel, self.participant,
+                             self.chooser(),
                              clock=self.clock)  # fmt: skip
         return result.session_id
 
@@ -347,11 +285,13 @@ def serve(
     stdin: Any,
     stdout: Any,
     channel_factory: Callable[[], Channel] | None = None,
+    chooser: Callable[[], StoryChooser] | None = None,
 ) -> None:
     """Run the service in the foreground until SIGTERM/SIGINT (the `companion run` command).
 
     channel_factory: how to talk to the participant (e.g. microphone and speaker);
     None = text on stdin/stdout. A line on stdin starts a session either way.
+    chooser: the story chooser (the on-device model's, from the wiring).
     """
     import signal
 
@@ -365,7 +305,7 @@ def serve(
         ),  # fmt: skip
     )
     factory = channel_factory or (lambda: inbox.channel(stdout))
-    service = Service(opened, factory, scheduler=scheduler)
+    service = Service(opened, factory, scheduler=scheduler, chooser=chooser)
     holder["service"] = service
     service.start()
 

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from companion.app import Opened, participant_of
-from companion.clock import iso, utc_now
-from companion.service import schedule
-from companion.service.runner import attempt_history, clock_problem, disk_free, slot_state
+from companion import clock, files
+from companion.clock import utc_now
+from companion.engine.context import Opened
+from companion.service import schedule, slots
+from companion.store import queries
 
 
 @dataclass(frozen=True)
@@ -49,24 +50,24 @@ def compute_status(
     opened: Opened,
     *,
     now: datetime | None = None,
-    free_bytes: Callable[[Path], int] = disk_free,
+    free_bytes: Callable[[Path], int] = files.free_bytes,
     audio: Callable[[], str | None] = audio_problem,
 ) -> Status:
     now = now or utc_now()
-    db, cfg, person = opened.db, opened.protocol.schedule, participant_of(opened)
+    db, cfg, person = opened.db, opened.protocol.schedule, opened.participant
     tz = ZoneInfo(person.timezone)
-    enrolled = datetime.fromisoformat(
-        db.execute("SELECT created_at FROM participants WHERE id = ?", [person.id]).fetchone()[0]
-    )
+    enrolled = queries.enrolled_at(db, person.id)
+    if enrolled is None:  # the home was made, no session or service has run yet
+        enrolled = now
     days = schedule.study_days(cfg, enrolled.astimezone(tz).date())
     first = cfg.start_date or enrolled.astimezone(tz).date()
     today = now.astimezone(tz).date()
     day_number = (today - first).days + 1
-    slots = schedule.study_slots(cfg, enrolled, tz, person.seed)
+    planned = schedule.study_slots(cfg, enrolled, tz, person.seed)
     views, upcoming = [], None
-    for slot in slots:
-        state = slot_state(db, person.id, slot, cfg.max_per_day)
-        history = attempt_history(db, slot)
+    for slot in planned:
+        state = slots.state(db, person.id, slot, cfg.max_per_day)
+        history = slots.history(db, slot)
         if state == "open" and slot.end > now:
             due = schedule.next_attempt(cfg, slot, history, now, tz)
             if due is not None and upcoming is None:
@@ -78,12 +79,7 @@ def compute_status(
                 state = "upcoming" if slot.start > now else ("open" if slot.end > now else state)
             detail = f"{len(history)} invitation(s)"
             if state == "missed":
-                row = db.execute(
-                    "SELECT reason FROM sessions WHERE status = 'missed' AND started_at = ? "
-                    "AND participant_id = ?",
-                    [iso(slot.start), person.id],
-                ).fetchone()
-                detail = f"reason {row[0] if row else '?'}"
+                detail = f"reason {queries.missed_reason(db, person.id, slot.start) or '?'}"
             views.append(SlotView(label, state, detail))
     last = db.execute(
         "SELECT id, kind, status, reason, started_at, ended_at FROM sessions "
@@ -102,13 +98,13 @@ def compute_status(
         [person.id],
     ).fetchall()
     adherence = {
-        "intended_so_far": sum(1 for s in slots if s.end <= now),
+        "intended_so_far": sum(1 for s in planned if s.end <= now),
         "held": counts.get("completed", 0),
         "interrupted": counts.get("interrupted", 0) + counts.get("aborted", 0),
         "missed": counts.get("missed", 0),
         **{f"missed_{reason}": n for reason, n in reasons},
     }
-    warnings = [w for w in (clock_problem(db, now), audio()) if w]
+    warnings = [w for w in (clock.clock_problem(now, queries.last_event_at(db)), audio()) if w]
     free = free_bytes(opened.home.path)
     if free < cfg.min_free_mb * 1024 * 1024:
         warnings.append(f"disk: {free // 2**20} MB free, sessions need {cfg.min_free_mb} MB")

@@ -19,6 +19,7 @@ from companion.clock import utc_now
 from companion.errors import CompanionError
 from companion.settings.config import Home
 from companion.store.db import log_event
+from companion.store.lock import session_lock
 
 log = logging.getLogger(__name__)
 PREFIX, SUFFIX = "companion-", ".db"
@@ -92,8 +93,6 @@ def backup_now(
 
 def restore(home: Home, backup: Path) -> None:
     """Replace the home's database with a checked backup. Refuses while a session runs."""
-    from companion.app import session_lock
-
     if not backup.is_file():
         raise BackupError(f"{backup}: no such backup; see {backup_dir(home)}")
     _check(backup)

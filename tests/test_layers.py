@@ -1,0 +1,142 @@
+"""The architecture, enforced: which package may import which, and what stays off start-up.
+
+Every import in companion/ counts, including the ones inside functions (a lazy import is still
+a dependency). The rule is the table below; each package's docstring says the same in words.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, run_cli
+
+PACKAGE = REPO / "companion"
+FOUNDATION = {"errors", "clock", "files", "emotions", "checksum", "__init__"}
+BELOW = {
+    "settings": set(),
+    "store": {"settings"},
+    "engine": {"settings", "store"},
+    "model": {"settings", "store", "engine"},
+    "voice": {"settings", "engine"},
+    "service": {"settings", "store", "engine"},
+    "research": {"settings", "store", "engine"},
+    "ops": {"settings", "store", "engine", "model", "voice", "service"},
+    "app": {"settings", "store", "engine", "model", "voice", "service", "research", "ops"},
+    "cli": {"settings", "store", "engine", "model", "voice", "service", "research", "ops", "app"},
+    "__main__": {"cli"},
+}
+# numpy is not here: sqlite-utils imports it whenever it is installed.
+HEAVY = ("onnxruntime", "vosk", "pocketsphinx", "sounddevice", "matplotlib", "apscheduler",
+         "tokenizers", "webrtcvad", "pyttsx3")  # fmt: skip
+
+
+def component(dotted: str) -> str:
+    """companion.store.db -> store; companion.clock -> clock; companion -> __init__."""
+    parts = dotted.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports_of(source: str, module: str) -> set[str]:
+    """Every companion module `source` (the text of `module`, dotted) imports."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "companion"}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the importing package
+                pkg = module.split(".")[: -node.level]
+                base = ".".join([*pkg, base] if base else pkg)
+            if base.split(".")[0] != "companion":
+                continue
+            # `from companion import app` imports the module companion.app;
+            # `from companion import __version__` an attribute of the package itself
+            found |= {
+                base if base != "companion" or a.name.startswith("__") else f"{base}.{a.name}"
+                for a in node.names
+            }
+    return found
+
+
+def violations(module: str, source: str) -> list[str]:
+    own = component(module)
+    allowed = FOUNDATION | {own} | BELOW.get(own, set())
+    if own in FOUNDATION:
+        allowed = FOUNDATION
+    return sorted(
+        f"{module} imports {target}"
+        for target in imports_of(source, module)
+        if component(target) not in allowed
+    )
+
+
+def modules() -> list[tuple[str, Path]]:
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(REPO).with_suffix("")
+        out.append((".".join(rel.parts), path))
+    return out
+
+
+def test_every_package_is_in_the_rule_and_says_what_it_owns() -> None:
+    for pkg in (p for p in PACKAGE.iterdir() if (p / "__init__.py").exists()):
+        if pkg.name == "data":
+            continue
+        assert pkg.name in BELOW, f"{pkg.name}: add it to the layering rule"
+        doc = ast.get_docstring(ast.parse((pkg / "__init__.py").read_text()))
+        assert doc and "May import" in doc, f"{pkg.name}/__init__.py: say what it may import"
+
+
+def test_no_forbidden_import() -> None:
+    found = [v for name, path in modules() for v in violations(name, path.read_text())]
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    ("module", "line"),
+    [
+        ("companion.engine.session", "from companion.voice.listen import pick_backend"),
+        ("companion.engine.session", "    from companion.model import empathy"),
+        ("companion.engine.match", "from companion import research"),
+        ("companion.store.db", "from companion.engine.protocol import Protocol"),
+        ("companion.service.status", "from companion.app import open_home"),
+        ("companion.research.report", "from ..model.encode import Encoder"),
+        ("companion.clock", "import companion.store.db"),
+    ],
+)
+def test_the_rule_catches_a_forbidden_import(module: str, line: str) -> None:
+    source = f"def f():\n{line}\n" if line.startswith(" ") else f"{line}\n"
+    assert violations(module, source), f"{line!r} in {module} should be refused"
+
+
+def test_allowed_imports_pass() -> None:
+    assert violations("companion.engine.session", "from companion.store.db import iso\n") == []
+    assert violations("companion.cli", "from companion import app\n") == []
+
+
+def test_modules_stay_small() -> None:
+    big = {n: len(p.read_text().splitlines()) for n, p in modules()}
+    assert {n: lines for n, lines in big.items() if lines > 450} == {}
+
+
+def heavy_imports(*args: str, home: Path) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "companion", *args],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+        env={"COMPANION_HOME": str(home), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    return {m for m in loaded if m.split(".")[0] in HEAVY}
+
+
+def test_light_commands_import_no_heavy_native_module(tmp_path: Path) -> None:
+    home = tmp_path / "h"
+    assert run_cli("init", home=home).returncode == 0
+    for command in (["status"], ["status", "--json"], ["stories", "list"], ["--version"]):
+        assert heavy_imports(*command, home=home) == set(), command
