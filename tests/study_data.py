@@ -11,6 +11,7 @@ import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from companion import app
 from companion.engine.protocol import default_protocol_text
@@ -18,6 +19,7 @@ from companion.engine.record import record_protocol
 from companion.engine.session import run_session
 from companion.engine.textio import TextChannel
 from companion.settings.config import Config, Home, write_config
+from companion.store.queries import record_invitation
 
 PLANTED = {
     "names": ["Margaret Oyelaran", "Tobias"],
@@ -124,19 +126,31 @@ def run_scripted(opened: app.Opened, lines: list[str], at: datetime) -> str:
 def fill_study(opened: app.Opened, days: int, seed: int, start: datetime | None = None,
                planted_day: int | None = None, skip: float = 0.1,
                interrupt: float = 0.1) -> dict[str, int]:  # fmt: skip
-    """`days` daily sessions: some skipped (missed), some cut short (interrupted)."""
+    """`days` daily sessions: some skipped (missed), some cut short (interrupted). Each day's
+    invitations are recorded as the service records them: a skipped day's invitation and
+    reminder go unanswered; a held session was sometimes snoozed first."""
     rng = random.Random(seed)
     start = start or datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
     counts = {"completed": 0, "interrupted": 0, "skipped": 0}
     for day in range(days):
+        invited = start + timedelta(days=day)
+        slot = f"{invited.astimezone(ZoneInfo(opened.config.timezone)).date()}#0"
         if day and rng.random() < skip and day != planted_day:
             counts["skipped"] += 1
+            for reminder in range(2):
+                record_invitation(
+                    opened.db, slot, "no_answer", invited + timedelta(minutes=20 * reminder)
+                )
             continue
         lines = session_lines(rng, planted=day == planted_day, happy=0.05 * day / max(days, 1))
         if rng.random() < interrupt and day != planted_day:
             lines = lines[: rng.randint(1, len(lines) - 2)]
-        at = start + timedelta(days=day, minutes=rng.randint(0, 90))
+        at = invited + timedelta(minutes=rng.randint(0, 90))
+        if rng.random() < 0.3:
+            record_invitation(opened.db, slot, "snoozed", invited)
         counts[run_scripted(opened, lines, at)] += 1
+        (session_id,) = opened.db.execute("SELECT MAX(id) FROM sessions").fetchone()
+        record_invitation(opened.db, slot, "accepted", at, session_id)
     return counts
 
 

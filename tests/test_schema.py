@@ -45,6 +45,18 @@ def test_migrated_database_is_the_schema(migrated):
         assert tuple(keys) == table.key, name
 
 
+def test_allowed_values_are_the_check_constraints(migrated):
+    """Where the migrations constrain a column to a list, the schema allows the same list."""
+    checked = 0
+    for (sql,) in migrated.execute("SELECT sql FROM sqlite_master WHERE type = 'table'"):
+        table = re.match(r"CREATE TABLE \W?(\w+)", sql).group(1)
+        for name, values in re.findall(r"(\w+) IN\s*\(([^)]*)\)", sql):
+            allowed = tuple(re.findall(r"'([^']*)'", values))
+            assert schema.column(table, name).allowed == allowed, (table, name)
+            checked += 1
+    assert checked >= 6  # kind, mode, status, speaker, condition, answer status, outcome
+
+
 def test_every_column_has_a_meaning_and_valid_allowed_values():
     for table in schema.TABLES.values():
         assert table.meaning and len(set(table.names)) == len(table.names)

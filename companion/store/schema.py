@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from companion.store.migrations import INVITATION_OUTCOMES
+
 
 @dataclass(frozen=True)
 class Column:
@@ -168,7 +170,7 @@ _TABLES = (
            "accepted = a session followed; snoozed = 'not now'; declined = 'no'; no_answer = "
            "nothing heard in time; error = the invitation failed; busy = another session was "
            "running; disk_full = too little free disk to hold a session",
-           "accepted", "snoozed", "declined", "no_answer", "error", "busy", "disk_full"),
+           *INVITATION_OUTCOMES),
         _c("at", T, f"When the invitation was made; {UTC_TS}"),
         _c("session_id", INT, "sessions.id of the session held after 'accepted', else empty"),
     )),
