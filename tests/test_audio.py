@@ -26,7 +26,7 @@ from companion.voice.audio import (
     write_wav,
 )
 from tests.conftest import REPO
-from tests.conftest_voice import speech_pcm
+from tests.helpers.speech import speech_pcm
 
 FB = frame_bytes(30)
 

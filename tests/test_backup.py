@@ -31,6 +31,28 @@ def test_backup_rotation_keeps_the_newest(home: Path) -> None:
     assert db.execute("SELECT COUNT(*) FROM events WHERE kind = 'backup'").fetchone()[0] == 5
 
 
+def test_a_failed_backup_leaves_no_partial_file(home: Path) -> None:
+    """A disk that fills while the snapshot is written leaves no half backup behind."""
+    import sqlite3
+
+    _, _, db = run_text_session(home, REPLIES)
+    opened = app.open_home(home)
+    folder = home / "backups"
+    folder.mkdir(mode=0o700)
+    (folder / "x").touch()
+
+    class Boom(sqlite3.Connection):
+        def execute(self, *args, **kwargs):  # the snapshot's journal switch fails: disk full
+            raise sqlite3.OperationalError("database or disk is full")
+
+    real = sqlite3.connect
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sqlite3, "connect", lambda *a, **k: real(*a, **{**k, "factory": Boom}))
+        with pytest.raises(sqlite3.OperationalError):
+            backup_now(db, opened.home)
+    assert sorted(p.name for p in folder.iterdir()) == ["x"]
+
+
 def test_restore_brings_back_the_answers_and_refuses_damaged_backups(home: Path) -> None:
     first, _, db = run_text_session(home, REPLIES)
     opened = app.open_home(home)

@@ -23,9 +23,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from companion import app
 from companion.service.runner import Service
 from companion.settings.config import Config, Home, write_config
+
+pytestmark = pytest.mark.slow  # kills real sessions at random moments
 
 REPO = Path(__file__).resolve().parent.parent
 KILLS = int(os.environ.get("COMPANION_KILLS", "40"))

@@ -9,9 +9,7 @@ import pytest
 
 from companion.errors import ModelError
 from companion.voice.listen import PocketsphinxFactory, Recognizer, build_jsgf, pick_backend
-from tests.conftest_voice import ANSWER_VOCAB, STORY, pad, speech_pcm, sphinx, vosk_ko, with_noise
-
-__all__ = ["sphinx", "vosk_ko"]
+from tests.helpers.speech import ANSWER_VOCAB, STORY, pad, speech_pcm, with_noise
 
 
 def decode(rec: Recognizer, pcm: bytes, chunk: int = 960) -> tuple[object, list[str]]:
@@ -55,6 +53,7 @@ def test_unknown_words_dropped_with_warning(sphinx: PocketsphinxFactory, caplog)
     assert "flurbozzle" in caplog.text
 
 
+@pytest.mark.slow  # loads a vosk model or decodes a long story
 def test_pocketsphinx_free_mode_story(sphinx: PocketsphinxFactory) -> None:
     tr, _ = decode(sphinx.create("free"), pad(speech_pcm(STORY, "en-us", 160)))
     words = tr.words  # type: ignore[attr-defined]
@@ -84,6 +83,7 @@ def test_pick_backend(tmp_path, monkeypatch) -> None:
 KO_VOCAB = ("하나", "둘", "셋", "넷", "다섯")
 
 
+@pytest.mark.slow  # loads a vosk model or decodes a long story
 @pytest.mark.vosk
 def test_vosk_grammar_streaming_and_confidences(vosk_ko, caplog) -> None:
     caplog.set_level(logging.WARNING)
@@ -99,6 +99,7 @@ def test_vosk_grammar_streaming_and_confidences(vosk_ko, caplog) -> None:
     assert partials  # streaming: hypotheses arrive before the end
 
 
+@pytest.mark.slow  # loads a vosk model or decodes a long story
 @pytest.mark.vosk
 def test_vosk_endpointing_keeps_both_segments(vosk_ko) -> None:
     # Two answers separated by 2.5 s of silence: Kaldi's endpointer closes the first
@@ -111,6 +112,7 @@ def test_vosk_endpointing_keeps_both_segments(vosk_ko) -> None:
     assert tr.words[1].start_s > tr.words[0].end_s + 2.0
 
 
+@pytest.mark.slow  # loads a vosk model or decodes a long story
 @pytest.mark.vosk
 def test_vosk_free_mode(vosk_ko) -> None:
     tr, _ = decode(

@@ -165,6 +165,7 @@ def slot_rows(db: Any) -> list[tuple[str, str, str | None, str, str]]:
     ).fetchall()
 
 
+@pytest.mark.slow  # a month of the real scheduler
 def test_thirty_days_each_session_once_held_or_missed(tmp_path: Path) -> None:
     home = make_home(tmp_path)
     expected: dict[tuple[int, int], str] = {}  # (day, window) -> "held" or missed reason

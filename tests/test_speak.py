@@ -13,9 +13,8 @@ from companion.errors import ConfigError
 from companion.voice.audio import DeviceError, WavSink, resample
 from companion.voice.listen import PocketsphinxFactory
 from companion.voice.speak import Speaker, SpeakerSettings, split_sentences
-from tests.conftest_voice import ANSWER_VOCAB, pad, sphinx
+from tests.helpers.speech import ANSWER_VOCAB, pad
 
-__all__ = ["sphinx"]
 PANGRAM = "The quick brown fox jumps over the lazy dog near the quiet river bank."
 
 

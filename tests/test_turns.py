@@ -7,7 +7,7 @@ import webrtcvad
 
 from companion.voice.audio import frame_bytes
 from companion.voice.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, TurnEnded
-from tests.conftest_voice import pad, speech_pcm
+from tests.helpers.speech import pad, speech_pcm
 
 
 def run(seq: list[bool], **cfg: float) -> list[object]:

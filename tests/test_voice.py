@@ -14,17 +14,8 @@ from companion.voice.channels import (
     VoiceChannel,
     VoiceSettings,
 )
-from tests.conftest_voice import (
-    ANSWER_VOCAB,
-    NUMBERS,
-    pad,
-    speech_pcm,
-    speech_wav,
-    sphinx,
-    with_noise,
-)
+from tests.helpers.speech import ANSWER_VOCAB, NUMBERS, pad, speech_pcm, speech_wav, with_noise
 
-__all__ = ["sphinx"]
 ANSWER = Expectation("answer", ANSWER_VOCAB)
 
 

@@ -20,7 +20,9 @@ from companion.store.db import open_db
 from companion.voice.channels import SynthesizedParticipantChannel
 from companion.voice.speak import SpeakerSettings
 from tests.conftest import REPO
-from tests.conftest_voice import speech_wav
+from tests.helpers.speech import speech_wav
+
+pytestmark = pytest.mark.slow  # whole spoken sessions through espeak-ng and the recogniser
 
 PROTOCOL = load_protocol(None)
 ITEMS = {item.text: (inst.id, item.id) for inst in PROTOCOL.instruments for item in inst.items}

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import sqlite_utils
 
+from companion import files
 from companion.clock import utc_now
 from companion.errors import CompanionError
 from companion.settings.config import Home
@@ -62,28 +63,27 @@ def backup_now(
     clock: Callable[[], datetime] = utc_now,
 ) -> Path:
     """Write a verified snapshot to HOME/backups and delete all but the newest `keep`."""
-    folder = backup_dir(home)
-    folder.mkdir(mode=0o700, exist_ok=True)
+    folder = files.private_dir(backup_dir(home))
     stamp = clock().astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     target = folder / f"{PREFIX}{stamp}{SUFFIX}"
     partial = target.with_suffix(".partial")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.close(fd)
-    dest = sqlite3.connect(str(partial))
     try:
-        db.conn.backup(dest)
-        dest.execute("PRAGMA journal_mode=DELETE")  # a single self-contained file
-    finally:
-        dest.close()
-    _check(partial)
-    with open(partial, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(partial, target)
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)  # the rename itself must survive a power cut
-    finally:
-        os.close(dir_fd)
+        with files.open_private(partial, "wb"):
+            pass  # created 0600 before SQLite writes into it
+        dest = sqlite3.connect(str(partial))
+        try:
+            db.conn.backup(dest)
+            dest.execute("PRAGMA journal_mode=DELETE")  # a single self-contained file
+        finally:
+            dest.close()
+        _check(partial)
+        with open(partial, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(partial, target)
+        files.fsync_dir(folder)  # the rename itself must survive a power cut
+    except BaseException:
+        partial.unlink(missing_ok=True)  # never leave half a backup behind (a full disk)
+        raise
     removed = [old for old in list_backups(home)[:-keep]]
     for old in removed:
         old.unlink()

@@ -8,7 +8,6 @@ README.md, "Database schema"). Every answer is committed the moment it is given.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ import sqlite_utils
 
 from companion.clock import iso, utc_now
 from companion.errors import CompanionError
+from companion.files import open_private
 from companion.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
@@ -80,8 +80,8 @@ def open_db(path: Path, *, create: bool = True, readonly: bool = False) -> sqlit
         raise DatabaseError(f"{path}: no database here; check --home or run a session first")
     new = not path.exists()
     if new:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-        os.close(fd)
+        with open_private(path, "wb", exclusive=True):
+            pass  # 0600 before SQLite creates it with the umask's mode
     # isolation_level=None: we open transactions ourselves (with db.conn / BEGIN).
     conn = sqlite3.connect(str(path), timeout=10.0, check_same_thread=False, isolation_level=None)
     db = sqlite_utils.Database(conn)

