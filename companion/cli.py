@@ -216,8 +216,8 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
 
     from companion.research.deidentify import load_names_file
     from companion.research.export import ExportOptions, count_rows, export_home
+    from companion.research.readonly import ReadOnly
     from companion.settings.config import resolve_home
-    from companion.store.db import open_db
 
     resolved = resolve_home(home)
     default_names = resolved.path / "redact_names.txt"
@@ -230,7 +230,8 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
         extra_names=tuple(load_names_file(names_path)) if names_path.exists() else (),
     )  # fmt: skip
     if sys.stderr.isatty():
-        total = count_rows(open_db(resolved.db_path, readonly=True), options)
+        with ReadOnly(resolved.db_path) as reader:
+            total = count_rows(reader.db, options)
         with click.progressbar(length=total, label="exporting", file=sys.stderr) as bar:
             result = export_home(resolved, Path(out), options, progress=bar.update)
     else:
@@ -263,7 +264,7 @@ def browse(home, db_file, port) -> None:
     """Browse the database read-only in datasette on 127.0.0.1 (needs the browse extra)."""
     from pathlib import Path
 
-    from companion.research.codebook import browse_command
+    from companion.research.browse import browse_command
     from companion.settings.config import resolve_home
 
     path = Path(db_file) if db_file else resolve_home(home).db_path

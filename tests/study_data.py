@@ -11,12 +11,15 @@ import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from companion import app
 from companion.engine.protocol import default_protocol_text
+from companion.engine.record import record_protocol
 from companion.engine.session import run_session
 from companion.engine.textio import TextChannel
 from companion.settings.config import Config, Home, write_config
+from companion.store.queries import record_invitation
 
 PLANTED = {
     "names": ["Margaret Oyelaran", "Tobias"],
@@ -56,19 +59,48 @@ def session_lines(rng: random.Random, planted: bool = False, happy: float = 0.0)
     return [likert(), likert(), *story_lines(rng, planted), *(likert() for _ in range(8))]
 
 
+# The default protocol with every instrument and item renamed and a 1-7 closing item: a study
+# that is not the shipped one. Its session lines are the same (two check-in items, seven
+# post-story items, one closing item).
+CUSTOM_IDS = {
+    "mood": "affect", "valence": "pleasantness", "arousal": "energy",
+    "story_empathy": "resonance", "similar_emotions": "shared_feelings",
+}  # fmt: skip
+
+
+def custom_protocol_text() -> str:
+    text = default_protocol_text().replace('id = "empathic-stories-daily"', 'id = "custom-study"')
+    for old, new in CUSTOM_IDS.items():
+        text = text.replace(f'id = "{old}"', f'id = "{new}"')
+    text = text.replace('id = "felt_understood"', 'id = "rapport"', 1)
+    text = text.replace('id = "felt_understood"', 'id = "understood_me"', 1)
+    return text.replace(
+        'min = 1\nmax = 5\nanchors = { 1 = "not at all", 5 = "completely" }',
+        'min = 1\nmax = 7\nanchors = { 1 = "not at all", 7 = "completely" }',
+    )
+
+
 def make_home(path: Path, participant: str, name: str, timezone: str = "Europe/London",
-              condition: str = "counterbalanced") -> app.Opened:  # fmt: skip
+              condition: str = "counterbalanced", protocol_text: str | None = None,
+              record: bool = True) -> app.Opened:  # fmt: skip
+    """A home with its own protocol file; `record`: the protocol is in the `protocols` table,
+    as the session engine records it (False: data from before protocols were recorded)."""
     home = Home(path).ensure()
     protocol = home.path / "protocol.toml"
     protocol.write_text(
-        default_protocol_text().replace('condition = "matched"', f'condition = "{condition}"')
+        (protocol_text or default_protocol_text()).replace(
+            'condition = "matched"', f'condition = "{condition}"'
+        )
     )
     write_config(
         home,
         Config(participant_id=participant, participant_name=name, timezone=timezone,
                protocol="protocol.toml"),
     )  # fmt: skip
-    return app.open_home(home.path)
+    opened = app.open_home(home.path)
+    if record:
+        record_protocol(opened.db, opened.protocol, datetime(2026, 3, 1, tzinfo=UTC))
+    return opened
 
 
 def ticking(start: datetime, step: timedelta = timedelta(seconds=6)) -> Callable[[], datetime]:
@@ -94,30 +126,44 @@ def run_scripted(opened: app.Opened, lines: list[str], at: datetime) -> str:
 def fill_study(opened: app.Opened, days: int, seed: int, start: datetime | None = None,
                planted_day: int | None = None, skip: float = 0.1,
                interrupt: float = 0.1) -> dict[str, int]:  # fmt: skip
-    """`days` daily sessions: some skipped (missed), some cut short (interrupted)."""
+    """`days` daily sessions: some skipped (missed), some cut short (interrupted). Each day's
+    invitations are recorded as the service records them: a skipped day's invitation and
+    reminder go unanswered; a held session was sometimes snoozed first."""
     rng = random.Random(seed)
     start = start or datetime(2026, 3, 2, 18, 0, tzinfo=UTC)
     counts = {"completed": 0, "interrupted": 0, "skipped": 0}
     for day in range(days):
+        invited = start + timedelta(days=day)
+        slot = f"{invited.astimezone(ZoneInfo(opened.config.timezone)).date()}#0"
         if day and rng.random() < skip and day != planted_day:
             counts["skipped"] += 1
+            for reminder in range(2):
+                record_invitation(
+                    opened.db, slot, "no_answer", invited + timedelta(minutes=20 * reminder)
+                )
             continue
         lines = session_lines(rng, planted=day == planted_day, happy=0.05 * day / max(days, 1))
         if rng.random() < interrupt and day != planted_day:
             lines = lines[: rng.randint(1, len(lines) - 2)]
-        at = start + timedelta(days=day, minutes=rng.randint(0, 90))
+        at = invited + timedelta(minutes=rng.randint(0, 90))
+        if rng.random() < 0.3:
+            record_invitation(opened.db, slot, "snoozed", invited)
         counts[run_scripted(opened, lines, at)] += 1
+        (session_id,) = opened.db.execute("SELECT MAX(id) FROM sessions").fetchone()
+        record_invitation(opened.db, slot, "accepted", at, session_id)
     return counts
 
 
 def build_study(root: Path, homes: int = 3, days: int = 4, deidentify: bool = True,
-                fmt: str = "csv") -> tuple[list[app.Opened], list[Path]]:  # fmt: skip
+                fmt: str = "csv", protocol_text: str | None = None,
+                record: bool = True) -> tuple[list[app.Opened], list[Path]]:  # fmt: skip
     """`homes` devices with one participant each, every one exported to root/export-N."""
     from companion.research.export import ExportOptions, export_home
 
     opened, exports = [], []
     for n in range(homes):
-        o = make_home(root / f"home-{n}", f"P{n + 1:03d}", ["Ada", "Bruno", "Chiara", "Dev"][n % 4])
+        o = make_home(root / f"home-{n}", f"P{n + 1:03d}", ["Ada", "Bruno", "Chiara", "Dev"][n % 4],
+                      protocol_text=protocol_text, record=record)  # fmt: skip
         fill_study(o, days, seed=n, interrupt=0.25)
         out = root / f"export-{n}"
         export_home(o.home, out, ExportOptions(format=fmt, deidentify=deidentify))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import stat
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.research import codebook
+from companion.research import browse, codebook
 from companion.research.export import TABLES, ExportError, ExportOptions, export_home, read_manifest
 from companion.settings.config import Home
 from tests.conftest import run_cli
@@ -162,7 +163,7 @@ def test_browse_metadata_and_missing_datasette(study, tmp_path):
     import importlib.util
 
     _, piped, _ = study
-    meta = codebook.datasette_metadata({"sessions": ["id", "status", "device_id"]})
+    meta = browse.datasette_metadata({"sessions": ["id", "status", "device_id"]})
     described = meta["databases"]["*"]["tables"]["sessions"]["columns"]
     assert "completed" in described["status"] and "Device" in described["device_id"]
     if importlib.util.find_spec("datasette") is None:
@@ -170,7 +171,101 @@ def test_browse_metadata_and_missing_datasette(study, tmp_path):
         assert done.returncode == 2
         assert done.stderr.count("\n") == 1 and "pip install 'companion[browse]'" in done.stderr
     else:
-        argv, path = codebook.browse_command(piped.home.db_path, 8123)
+        argv, path = browse.browse_command(piped.home.db_path, 8123)
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert json.loads(path.read_text())["databases"]["*"]["tables"]["sessions"]
         path.unlink()
         assert argv[1:4] == ["serve", "-i", str(piped.home.db_path)]
         assert "127.0.0.1" in argv
+
+
+def test_invitations_follow_the_date_and_participant_filters(study, tmp_path):
+    _, _, other = study
+    slots = [r[0] for r in other.db.execute("SELECT DISTINCT substr(slot_key, 1, 10) FROM "
+                                            "invitations ORDER BY 1")]  # fmt: skip
+    assert len(slots) == 5
+    out = tmp_path / "some"
+    since, until = date.fromisoformat(slots[1]), date.fromisoformat(slots[3])
+    export_home(other.home, out, ExportOptions(since=since, until=until, participant="P200"))
+    _, rows = table_columns(out / "invitations.csv", "csv")
+    assert rows and {r["slot_key"][:10] for r in rows} == set(slots[1:4])
+    _, sessions = table_columns(out / "sessions.csv", "csv")
+    assert {r["session_id"] for r in rows if r["session_id"]} <= {s["id"] for s in sessions}
+    stranger = tmp_path / "stranger"
+    export_home(other.home, stranger, ExportOptions(participant="P999"))
+    assert read_manifest(stranger)["tables"]["invitations"]["rows"] == 0
+    assert read_manifest(stranger)["tables"]["protocols"]["rows"] == 1
+
+
+def test_every_exported_file_is_private(study, tmp_path):
+    _, piped, _ = study
+    wav = piped.home.path / "audio" / "t2.wav"
+    wav.parent.mkdir(exist_ok=True)
+    wav.write_bytes(b"RIFF" + os.urandom(100))
+    os.chmod(wav, 0o644)
+    piped.db.execute("UPDATE turns SET audio_path = 'audio/t2.wav' WHERE id = 5")
+    out = tmp_path / "deep" / "out"
+    done = run_cli("export", "--home", str(piped.home.path), "--out", str(out), "--deidentify",
+                   "--include-audio", "--salt-file", str(tmp_path / "salts" / "salt"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    files = [p for p in [*out.rglob("*"), tmp_path / "salts" / "salt"] if p.is_file()]
+    assert {"manifest.json", "codebook.md", "protocols.csv", "audio"} <= {
+        str(p.relative_to(out)).split("/")[0] for p in files if out in p.parents
+    }
+    for path in files:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+    for folder in (out, out / "audio", tmp_path / "salts"):
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700, folder
+
+
+def hashes(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_export_and_report_leave_an_idle_home_untouched(tmp_path):
+    opened = make_home(tmp_path / "h", "P1", "Ada")
+    fill_study(opened, 3, seed=2)
+    opened.db.close()  # the device is idle: no connection, so no -wal or -shm beside the db
+    home = opened.home.path
+    first = hashes(home)
+    assert "companion.db" in first and "companion.db-wal" not in first
+
+    done = run_cli("export", "--home", str(home), "--out", str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    after = hashes(home)
+    assert set(after) - set(first) == {"device_id"}  # made once, by the first export
+    before = after
+
+    for args in (("report", "--out", str(tmp_path / "rep")),
+                 ("export", "--format", "jsonl", "--out", str(tmp_path / "b"))):  # fmt: skip
+        done = run_cli(*args, "--home", str(home))
+        assert done.returncode == 0, done.stderr
+        assert hashes(home) == before, args
+    done = run_cli("export", "--deidentify", "--out", str(tmp_path / "c"), "--home", str(home))
+    assert done.returncode == 0, done.stderr
+    after = hashes(home)
+    assert set(after) - set(before) == {"export_salt"}
+    assert {k: v for k, v in after.items() if k != "export_salt"} == before
+
+
+def test_export_reads_a_database_a_session_has_open(tmp_path):
+    """With a writer connected, recent answers may be only in the WAL: the export reads them
+    and changes neither the database nor the WAL (SQLite notes its read lock in -shm)."""
+    opened = make_home(tmp_path / "h", "P1", "Ada")
+    fill_study(opened, 2, seed=4, skip=0, interrupt=0)
+    home = opened.home.path
+    run_cli("export", "--home", str(home), "--out", str(tmp_path / "first"))
+    before = hashes(home)
+    assert "companion.db-wal" in before
+    done = run_cli("export", "--home", str(home), "--out", str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    after = hashes(home)
+    assert set(after) == set(before)
+    for name in ("companion.db", "companion.db-wal"):
+        assert after[name] == before[name], name
+    _, sessions = table_columns(tmp_path / "a" / "sessions.csv", "csv")
+    assert len(sessions) == opened.db["sessions"].count == 2

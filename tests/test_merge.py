@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 from companion.research.export import TABLES, ExportError, ExportOptions, export_home
-from companion.research.merge import MergeError, merge_exports
+from companion.research.merge import DEVICE_TABLES, MergeError, merge_exports
 from tests.conftest import run_cli
 from tests.study_data import build_study
 
@@ -35,10 +35,12 @@ def test_merge_keeps_every_row_with_provenance_and_is_idempotent(devices, tmp_pa
     done = run_cli("merge", str(study), *map(str, exports))
     assert done.returncode == 0, done.stderr
     merged = counts(study)
-    for table in ("sessions", "turns", "story_exposures", "self_reports", "events"):
+    for table in DEVICE_TABLES:
         assert merged[table] == sum(h.db[table].count for h in homes), table
+    assert merged["invitations"] > merged["sessions"] > 0
     assert merged["participants"] == 3
     assert merged["stories"] == homes[0].db["stories"].count  # one shared bank
+    assert merged["protocols"] == 1  # every device ran the same protocol version
 
     conn = sqlite3.connect(study)
     devices_seen = {r[0] for r in conn.execute("SELECT DISTINCT device_id FROM sessions")}
@@ -54,8 +56,21 @@ def test_merge_keeps_every_row_with_provenance_and_is_idempotent(devices, tmp_pa
                                    "FROM sessions GROUP BY device_id").fetchall())  # fmt: skip
     assert set(per_device.values()) == {1}
     links = conn.execute("SELECT COUNT(*) FROM participant_devices").fetchone()[0]
+    # an accepted invitation points at its own device's session, held on the slot's date
+    accepted = conn.execute(
+        "SELECT i.device_id, s.device_id, substr(i.slot_key, 1, 10), s.local_date "
+        "FROM invitations i JOIN sessions s ON s.id = i.session_id WHERE i.outcome = 'accepted'"
+    ).fetchall()
+    unlinked = conn.execute(
+        "SELECT COUNT(*) FROM invitations WHERE outcome = 'accepted' AND session_id IS NULL"
+    ).fetchone()[0]
+    (definition,) = conn.execute("SELECT definition FROM protocols").fetchone()
     conn.close()
     assert links == 3
+    assert len(accepted) == merged["sessions"] and unlinked == 0
+    assert all(a == b and c == d for a, b, c, d in accepted)
+    stored = homes[0].db.execute("SELECT definition FROM protocols").fetchone()[0]
+    assert json.loads(definition) == json.loads(stored)
 
     again = run_cli("merge", str(study), *map(str, exports))
     assert again.returncode == 0, again.stderr
@@ -88,6 +103,20 @@ def test_conflicting_duplicate_refused_and_nothing_written(devices, tmp_path):
     assert counts(study) == before
 
 
+def test_conflicting_protocol_refused(devices, tmp_path):
+    """Same protocol id and version, different wording: one of the devices is mislabelled."""
+    _, exports = devices
+    study = tmp_path / "study.db"
+    merge_exports(study, [exports[0]])
+    before = counts(study)
+    changed = tmp_path / "changed"
+    shutil.copytree(exports[1], changed)
+    rewrite(changed, "protocols.csv", "how pleasant is your mood", "how good is your mood")
+    with pytest.raises(MergeError, match=r"protocols row empathic-stories-daily/1 .*definition"):
+        merge_exports(study, [changed])
+    assert counts(study) == before
+
+
 def test_tampered_or_mixed_exports_refused(devices, tmp_path):
     homes, exports = devices
     tampered = tmp_path / "tampered"
@@ -114,3 +143,27 @@ def test_jsonl_and_csv_exports_of_one_device_agree(devices, tmp_path):
     (second,) = merge_exports(study, [as_jsonl])
     assert sum(second.added.values()) == 0
     assert second.skipped["turns"] == first.added["turns"] > 0
+
+
+def test_export_from_an_older_device_merges(devices, tmp_path):
+    """A device still on schema v3 (no invitations or protocols tables): the export says so in
+    its codebook, and merges next to newer devices' exports."""
+    homes, exports = devices
+    old = tmp_path / "old-home"
+    shutil.copytree(homes[2].home.path, old)
+    conn = sqlite3.connect(old / "companion.db")
+    conn.executescript("DROP TABLE invitations; DROP TABLE protocols; "
+                       "DELETE FROM schema_migrations WHERE version >= 4;")  # fmt: skip
+    conn.close()
+    out = tmp_path / "old-export"
+    done = run_cli("export", "--home", str(old), "--out", str(out), "--deidentify")
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "invitations" not in manifest["tables"] and manifest["schema_version"] == 3
+    notes = json.loads((out / "codebook.json").read_text())["notes"]
+    assert any("Table invitations is not in this database" in n for n in notes)
+    study = tmp_path / "study.db"
+    merge_exports(study, [exports[0], out])
+    assert (
+        counts(study)["sessions"] == homes[0].db["sessions"].count + homes[2].db["sessions"].count
+    )

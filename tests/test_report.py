@@ -1,17 +1,23 @@
-"""The HTML report: every participant, valid PNGs, nothing fetched over the network."""
+"""The HTML report: every participant, valid PNGs, nothing fetched over the network, plots
+from the instruments of the protocol actually recorded, private files."""
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import struct
 import zlib
+from pathlib import Path
 
 import pytest
 
 from companion.research.merge import merge_exports
 from companion.research.report import ReportError, load, mean_ci, write_report
 from tests.conftest import run_cli
-from tests.study_data import build_study
+from tests.study_data import build_study, custom_protocol_text
+
+PLOTS = ("adherence", "mood", "empathy", "condition", "durations", "understood")
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +57,15 @@ def test_report_on_merged_study(merged, tmp_path):
     assert len(data.participants) == 3
     for pid in data.participants:
         assert pid in page
-    for name in ("adherence", "mood", "empathy", "condition", "durations", "understood"):
+    for name in PLOTS:
         width, height = png_ok((out / f"{name}.png").read_bytes())
         assert width > 200 and height > 100
+        assert drawn_lines(out / f"{name}.png") > 0, name
+    assert_private(out)
+    assert "the protocols recorded in the data: empathic-stories-daily v1" in page
+    for key in ("mood.valence", "mood.arousal", "story_empathy.felt_emotions",
+                "felt_understood.felt_understood"):  # fmt: skip
+        assert f"<code>{key}</code>" in page
     # self-contained: no external references of any kind
     outside_images = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page)
     assert not re.search(r"(?:https?:)?//[a-z0-9]|url\(", outside_images, re.IGNORECASE)
@@ -62,6 +74,89 @@ def test_report_on_merged_study(merged, tmp_path):
     assert "<script" not in page.lower() and "@import" not in page
     assert page.count("data:image/png;base64,") == 6
     assert re.search(r"matched: mean \d\.\d\d \(95 % CI", page)
+
+
+def drawn_lines(path: Path) -> int:
+    """Pixels of matplotlib's default line colours (participants' lines, bars, boxes):
+    zero for an axes with no data, which draws only black text and frames."""
+    from matplotlib.image import imread
+
+    rgb = imread(path)[..., :3]
+    red, green, blue = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    spread = rgb.max(axis=-1) - rgb.min(axis=-1)
+    return int(((spread > 0.12) & ~((red > 0.9) & (green > 0.9) & (blue > 0.9))).sum())
+
+
+def assert_private(folder: Path) -> None:
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    files = list(folder.rglob("*"))
+    assert files
+    for path in files:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        assert mode == (0o700 if path.is_dir() else 0o600), path
+
+
+@pytest.fixture(scope="module")
+def custom(tmp_path_factory):
+    """Two devices that ran a custom protocol (every instrument id different, a 1-7 item)."""
+    root = tmp_path_factory.mktemp("custom")
+    homes, exports = build_study(root, homes=2, days=6, protocol_text=custom_protocol_text())
+    study = root / "study.db"
+    merge_exports(study, exports)
+    return homes, study
+
+
+@pytest.mark.parametrize("where", ["home", "merged"])
+def test_report_plots_a_custom_protocol(custom, tmp_path, where):
+    homes, study = custom
+    db = study if where == "merged" else homes[0].home.db_path
+    out = tmp_path / "rep"
+    args = ["--db", str(db)] if where == "merged" else ["--home", str(homes[0].home.path)]
+    done = run_cli("report", *args, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    page = (out / "report.html").read_text()
+    assert "the protocols recorded in the data: custom-study v1" in page
+    for key in ("affect.pleasantness", "affect.energy", "resonance.shared_feelings",
+                "rapport.understood_me"):  # fmt: skip
+        assert f"<code>{key}</code>" in page, key
+    assert "rapport.understood_me</code> (1–7)" in page
+    for default_id in ("mood.", "story_empathy", "felt_understood"):
+        assert default_id not in page
+    for name in PLOTS:
+        png_ok((out / f"{name}.png").read_bytes())
+        assert drawn_lines(out / f"{name}.png") > 50, name
+    assert re.search(r"(matched|random): mean \d\.\d\d \(95 % CI", page)
+    roles = load(db).roles()
+    data = load(db)
+    for panels in (roles.mood, roles.empathy, roles.understood):
+        assert panels and all(p.values(data.answers) for p in panels)
+    assert [p.label for p in roles.mood] == ["affect.pleasantness", "affect.energy"]
+    assert roles.understood[0].scale == (1, 7)
+    assert_private(out)
+
+
+def test_empty_axes_have_no_drawn_lines(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    ax.set(xlabel="study day", title="nothing")
+    fig.savefig(tmp_path / "empty.png", dpi=96)
+    plt.close(fig)
+    assert drawn_lines(tmp_path / "empty.png") == 0
+
+
+def test_report_without_recorded_protocol_uses_default_roles(tmp_path):
+    homes, _ = build_study(tmp_path, homes=1, days=3, record=False)
+    out = tmp_path / "rep"
+    page = write_report(homes[0].home.db_path, out).read_text()
+    assert "no protocol is recorded in this database" in page
+    for key in ("mood.valence", "story_empathy.felt_emotions", "felt_understood.felt_understood"):
+        assert f"<code>{key}</code>" in page
+    for name in ("mood", "empathy", "understood"):
+        assert drawn_lines(out / f"{name}.png") > 50, name
 
 
 def test_report_for_one_home_counts_days(merged, tmp_path):

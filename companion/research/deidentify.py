@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import re
 import secrets
 from collections.abc import Iterable
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from companion.errors import ConfigError
+from companion.files import open_private, private_dir
 
 SALT_NAME = "export_salt"
 
@@ -96,14 +96,13 @@ def load_names_file(path: Path) -> list[str]:
 def load_or_create_salt(path: Path) -> bytes:
     """The secret salt; created (0600, 32 random bytes as hex) if the file does not exist."""
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.exists():  # a folder that exists keeps its permissions
+            private_dir(path.parent)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with open_private(path, exclusive=True) as out:
+                out.write(secrets.token_hex(32) + "\n")
         except FileExistsError:
             pass  # another export created it a moment ago
-        else:
-            with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_hex(32) + "\n")
     try:
         salt = path.read_text("utf-8").strip()
     except OSError as exc:

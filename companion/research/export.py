@@ -10,9 +10,9 @@ merge` and the collect playbook can verify what arrived.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
-import os
 import secrets
 import shutil
 from collections.abc import Callable, Iterator
@@ -28,19 +28,20 @@ from companion.checksum import sha256_file
 from companion.clock import iso, utc_now
 from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
+from companion.files import open_private, private_dir, write_private
 from companion.research import codebook
 from companion.research.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
-from companion.settings.config import Home, load_config
-from companion.store.db import open_db, schema_version
+from companion.research.readonly import ReadOnly
+from companion.settings.config import Config, Home, load_config
+from companion.store import schema
+from companion.store.db import schema_version
 
 log = logging.getLogger(__name__)
 
 DEVICE_ID_NAME = "device_id"
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
-TABLES = (
-    "participants", "sessions", "turns", "stories", "story_exposures", "self_reports", "events",
-)  # fmt: skip
+TABLES = schema.EXPORTED
 FREE_TEXT = {("self_reports", "raw_answer"), ("self_reports", "value_text"), ("events", "detail")}
 Progress = Callable[[int], None]
 
@@ -76,12 +77,10 @@ def device_id(home: Home) -> str:
     path = home.path / DEVICE_ID_NAME
     if not path.exists():
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            with os.fdopen(fd, "w") as out:
+            with open_private(path, exclusive=True) as out:
                 out.write(f"dev-{secrets.token_hex(6)}\n")
+        except FileExistsError:
+            pass  # another export created it a moment ago
     value = path.read_text("utf-8").strip()
     if not value:
         raise ExportError(f"{path}: empty device id; delete the file to generate a new one")
@@ -113,7 +112,7 @@ def _session_filter(options: ExportOptions) -> tuple[str, list[Any]]:
     return " AND ".join(where + cond), args + dates
 
 
-def _queries(options: ExportOptions) -> dict[str, tuple[str, list[Any]]]:
+def _queries(options: ExportOptions, device_participant: str) -> dict[str, tuple[str, list[Any]]]:
     where, args = _session_filter(options)
     chosen = f"SELECT id FROM sessions WHERE {where}"
     by_session = f"WHERE session_id IN ({chosen}) ORDER BY id"
@@ -127,6 +126,13 @@ def _queries(options: ExportOptions) -> dict[str, tuple[str, list[Any]]]:
         people = ("SELECT * FROM participants WHERE id = ? ORDER BY id", [options.participant])
     else:
         people = ("SELECT * FROM participants ORDER BY id", [])
+    # The schedule invites the device's participant: their invitations are all theirs (by
+    # local date); anyone else's are only those that led to one of their sessions.
+    cond, slot_dates = _date_range("substr(slot_key, 1, 10)", options)
+    invited = " AND ".join(["1=1", *cond])
+    if options.participant and options.participant != device_participant:
+        invited += f" AND session_id IN ({chosen})"
+        slot_dates += args
     return {
         "participants": people,
         "sessions": (f"SELECT * FROM sessions WHERE {where} ORDER BY id", args),
@@ -135,6 +141,8 @@ def _queries(options: ExportOptions) -> dict[str, tuple[str, list[Any]]]:
         "story_exposures": (f"SELECT * FROM story_exposures {by_session}", args),
         "self_reports": (f"SELECT * FROM self_reports {by_session}", args),
         "events": (f"SELECT * FROM events {events} ORDER BY id", event_args),
+        "invitations": (f"SELECT * FROM invitations WHERE {invited} ORDER BY id", slot_dates),
+        "protocols": ("SELECT * FROM protocols ORDER BY id, version", []),
     }
 
 
@@ -196,9 +204,9 @@ class _Transformer:
             self.audio_missing += 1
             return None
         target = self.out / "audio" / f"s{row['session_id']}_t{row['seq']}{source.suffix}"
-        target.parent.mkdir(exist_ok=True, mode=0o700)
-        shutil.copyfile(source, target)
-        os.chmod(target, 0o600)
+        private_dir(target.parent)
+        with source.open("rb") as src, open_private(target, "wb") as dst:
+            shutil.copyfileobj(src, dst)
         return str(target.relative_to(self.out))
 
 
@@ -209,14 +217,10 @@ def _rows(db: sqlite_utils.Database, sql: str, args: list[Any]) -> Iterator[dict
         yield dict(zip(names, values, strict=True))
 
 
-def _private_file(path: Path):
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    return os.fdopen(fd, "w", encoding="utf-8", newline="")
-
-
 def _write_table(path: Path, fmt: str, columns: list[str], rows: Iterator[dict[str, Any]]) -> int:
     n = 0
-    with _private_file(path) as f:
+    # newline="": the csv module writes its own line endings, also inside quoted fields.
+    with open_private(path, "wb") as raw, io.TextIOWrapper(raw, "utf-8", newline="") as f:
         if fmt == "csv":
             writer = csv.writer(f, lineterminator="\n")
             writer.writerow(columns)
@@ -230,45 +234,42 @@ def _write_table(path: Path, fmt: str, columns: list[str], rows: Iterator[dict[s
     return n
 
 
-def _protocols(home: Home, protocol: Protocol | None, db: sqlite_utils.Database):
+def _protocols(protocol: Protocol | None, db: sqlite_utils.Database):
+    """Codebook protocols: those recorded in the database, else the device's protocol file."""
+    entries = []
+    if "protocols" in db.table_names():
+        recorded = _rows(db, "SELECT * FROM protocols ORDER BY id, version", [])
+        entries = [codebook.recorded_entry(row) for row in recorded]
+    known = {(p["id"], p["version"]) for p in entries}
+    if protocol and (protocol.id, protocol.version) not in known:
+        entries.append(codebook.protocol_entry(protocol))
+        known.add((protocol.id, protocol.version))
     used = db.execute("SELECT DISTINCT protocol_id, protocol_version FROM sessions").fetchall()
-    protocols = [protocol] if protocol else []
     notes = []
     for pid, version in used:
-        if not any(p.id == pid and p.version == version for p in protocols):
+        if (pid, version) not in known:
             notes.append(
                 f"Sessions used protocol {pid} v{version}, whose file is not on this device; "
                 "see the study's protocol archive for its wording."
             )
-    return protocols, notes
+    return entries, notes
 
 
-def export_home(
-    home: Home, out: Path, options: ExportOptions, progress: Progress | None = None
-) -> ExportResult:
-    if options.format not in ("csv", "jsonl"):
-        raise ExportError(f"--format: {options.format!r} is not csv or jsonl")
-    if out.exists() and any(out.iterdir()):
-        raise ExportError(f"{out}: output directory is not empty; choose a new one")
-    config = load_config(home)
-    db = open_db(home.db_path, readonly=True)
-    try:
-        protocol = load_protocol(config.protocol_path(home.path))
-    except CompanionError as exc:
-        log.warning("protocol not loadable for the codebook: %s", exc)
-        protocol = None
-    out.mkdir(parents=True, exist_ok=True, mode=0o700)
-    dev = device_id(home)
-    names = [r[0] for r in db.execute("SELECT name FROM participants").fetchall()]
-    transform = _Transformer(home, out, options, [*names, config.participant_name])
-    if options.deidentify:
-        for (pid,) in db.execute("SELECT id FROM participants").fetchall():
-            transform.pid(pid)  # learn every id first so free text can be rewritten
+def _write_tables(
+    db: sqlite_utils.Database,
+    out: Path,
+    options: ExportOptions,
+    transform: _Transformer,
+    participant: str,
+    progress: Progress | None,
+) -> tuple[dict[str, int], dict[str, list[str]]]:
     rows: dict[str, int] = {}
     exported: dict[str, list[str]] = {}
-    for table, (sql, args) in _queries(options).items():
-        all_columns = [c.name for c in db[table].columns]
-        columns = transform.columns(table, all_columns)
+    present = set(db.table_names())
+    for table, (sql, args) in _queries(options, participant).items():
+        if table not in present:  # a database older than the table: say so in the codebook
+            continue
+        columns = transform.columns(table, [c.name for c in db[table].columns])
         exported[table] = columns
 
         def produce(table=table, sql=sql, args=args) -> Iterator[dict[str, Any]]:
@@ -281,7 +282,52 @@ def export_home(
         rows[table] = _write_table(out / name, options.format, columns, produce())
         if progress:
             progress(rows[table] % 500)
-    protocols, notes = _protocols(home, protocol, db)
+    return rows, exported
+
+
+def export_home(
+    home: Home, out: Path, options: ExportOptions, progress: Progress | None = None
+) -> ExportResult:
+    """Write the export to the new directory `out`; the home is only read (the device id and,
+    with --deidentify, the salt are created there the first time they are needed)."""
+    if options.format not in ("csv", "jsonl"):
+        raise ExportError(f"--format: {options.format!r} is not csv or jsonl")
+    if out.exists() and any(out.iterdir()):
+        raise ExportError(f"{out}: output directory is not empty; choose a new one")
+    config = load_config(home)
+    with ReadOnly(home.db_path) as reader:
+        return _export(home, reader, out, options, config, progress)
+
+
+def _export(
+    home: Home,
+    reader: ReadOnly,
+    out: Path,
+    options: ExportOptions,
+    config: Config,
+    progress: Progress | None,
+) -> ExportResult:
+    try:
+        protocol = load_protocol(config.protocol_path(home.path))
+    except CompanionError as exc:
+        log.warning("protocol not loadable for the codebook: %s", exc)
+        protocol = None
+    db = reader.db
+    private_dir(out)
+    dev = device_id(home)
+    names = [r[0] for r in db.execute("SELECT name FROM participants").fetchall()]
+    transform = _Transformer(home, out, options, [*names, config.participant_name])
+    if options.deidentify:
+        for (pid,) in db.execute("SELECT id FROM participants").fetchall():
+            transform.pid(pid)  # learn every id first so free text can be rewritten
+    rows, exported = _write_tables(db, out, options, transform, config.participant_id, progress)
+    protocols, notes = _protocols(protocol, db)
+    for table in TABLES:
+        if table not in rows:
+            notes.append(
+                f"Table {table} is not in this database (schema version {schema_version(db)}); "
+                "update the companion on the device."
+            )
     if options.deidentify:
         notes.append(
             "De-identified: participant ids are salted pseudonyms; names, e-mail addresses, "
@@ -290,10 +336,9 @@ def export_home(
     if transform.audio_missing:
         notes.append(f"{transform.audio_missing} audio files named in turns were not found.")
     book = codebook.build_codebook(exported, protocols, notes)
-    with _private_file(out / "codebook.json") as f:
-        f.write(codebook.to_json(book))
-    with _private_file(out / "codebook.md") as f:
-        f.write(codebook.render_markdown(book))
+    write_private(out / "codebook.json", codebook.to_json(book))
+    write_private(out / "codebook.md", codebook.render_markdown(book))
+    reader.check()  # before the manifest: an export without one is never merged
     files = {
         str(p.relative_to(out)): sha256_file(p)
         for p in sorted(out.rglob("*"))
@@ -320,10 +365,8 @@ def export_home(
         },
         "files": {name: {"sha256": digest} for name, digest in files.items()},
     }
-    with _private_file(out / MANIFEST) as f:
-        f.write(json.dumps(manifest, indent=2) + "\n")
+    write_private(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    db.close()
     log.info("exported %s rows from %s to %s", sum(rows.values()), home.db_path, out)
     return ExportResult(out, dev, rows, files, total)
 

@@ -1,7 +1,10 @@
 """Merge many devices' exports into one study database.
 
-Each row keeps its provenance: `device_id` and its id on that device
-(`source_id`); session references are renumbered to the study database's ids.
+Each per-device row (sessions, turns, exposures, answers, events, invitations) keeps
+its provenance: `device_id` and its id on that device (`source_id`); session
+references are renumbered to the study database's ids. Participants, stories and
+protocols are shared across devices under their own keys; a duplicate must agree
+on what identifies it (a story's text, a protocol's wording) or the export is refused.
 Merging is idempotent (a row already present and identical is skipped) and all
 or nothing: a row that differs from the one already merged under the same
 device and id refuses the whole export, with nothing written.
@@ -22,15 +25,22 @@ import sqlite_utils
 
 from companion.clock import iso, utc_now
 from companion.errors import CompanionError
-from companion.research.codebook import COLUMNS
+from companion.files import open_private
 from companion.research.export import read_manifest
 from companion.store.db import transaction
+from companion.store.schema import TABLES
 
 log = logging.getLogger(__name__)
 
 # Tables whose rows belong to one device (renumbered, with provenance), in dependency order.
-DEVICE_TABLES = ("sessions", "turns", "story_exposures", "self_reports", "events")
-SHARED_TABLES = ("participants", "stories")  # keyed by their own text id across devices
+DEVICE_TABLES = ("sessions", "turns", "story_exposures", "self_reports", "events", "invitations")
+# Keyed by their own primary key across devices. A duplicate must agree on the columns that
+# identify it; the rest (first-seen times) may differ per device and the first merged is kept.
+SHARED_TABLES = {
+    "participants": ("name", "timezone"),
+    "stories": ("content_hash",),
+    "protocols": ("title", "definition"),
+}
 
 
 class MergeError(CompanionError):
@@ -55,25 +65,24 @@ def _create_schema(db: sqlite_utils.Database) -> None:
         "device_id TEXT NOT NULL, PRIMARY KEY (participant_id, device_id))"
     )
     for table in SHARED_TABLES:
-        cols = ", ".join(
-            f"{name} {col.type}" + (" PRIMARY KEY" if name == "id" else "")
-            for name, col in COLUMNS[table].items()
-        )
-        db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({cols})")
+        cols = ", ".join(f"{col.name} {col.type}" for col in TABLES[table].columns)
+        key = ", ".join(TABLES[table].key)
+        db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({cols}, PRIMARY KEY ({key}))")
     for table in DEVICE_TABLES:
-        cols = ", ".join(
-            f"{name} {col.type}" for name, col in COLUMNS[table].items() if name != "id"
-        )
+        cols = ", ".join(f"{c.name} {c.type}" for c in TABLES[table].columns if c.name != "id")
         db.execute(
             f"CREATE TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY, device_id TEXT NOT NULL, "
             f"source_id INTEGER NOT NULL, {cols}, UNIQUE (device_id, source_id))"
         )
     db.execute("CREATE INDEX IF NOT EXISTS sessions_pid ON sessions(participant_id, local_date)")
-    for table in ("turns", "story_exposures", "self_reports", "events"):
+    for table in DEVICE_TABLES[1:]:
         db.execute(f"CREATE INDEX IF NOT EXISTS {table}_sid ON {table}(session_id)")
 
 
 def open_study(path: Path) -> sqlite_utils.Database:
+    if not path.exists():
+        with open_private(path, "wb"):
+            pass  # created 0600: the study database holds every participant's answers
     conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
     db = sqlite_utils.Database(conn)
     try:
@@ -87,7 +96,8 @@ def open_study(path: Path) -> sqlite_utils.Database:
 def _convert(table: str, column: str, value: Any) -> Any:
     if value is None or value == "":
         return None
-    kind = COLUMNS[table][column].type
+    col = TABLES[table].column(column)
+    kind = col.type if col else "TEXT"
     if isinstance(value, str) and kind == "INTEGER":
         return int(value)
     if isinstance(value, str) and kind == "REAL":
@@ -101,7 +111,7 @@ def read_table(export_dir: Path, manifest: dict[str, Any], table: str) -> Iterat
         return
     path = export_dir / meta["file"]
     for column in meta["columns"]:
-        if column not in COLUMNS[table]:
+        if TABLES[table].column(column) is None:
             raise MergeError(f"{path}: unknown column {column!r}; update companion")
     try:
         with path.open(encoding="utf-8", newline="") as f:
@@ -139,10 +149,12 @@ def _conflict(source: Path, table: str, key: Any, device: str, column: str) -> M
 
 def _merge_shared(db, source: Path, table: str, rows: Iterator[dict], device: str) -> int:
     added = 0
+    key = TABLES[table].key
+    where = " AND ".join(f"{k} = ?" for k in key)
     for row in rows:
         cols = list(row)
         found = db.execute(
-            f"SELECT {', '.join(cols)} FROM {table} WHERE id = ?", [row["id"]]
+            f"SELECT {', '.join(cols)} FROM {table} WHERE {where}", [row[k] for k in key]
         ).fetchone()
         if found is None:
             db.execute(
@@ -151,12 +163,10 @@ def _merge_shared(db, source: Path, table: str, rows: Iterator[dict], device: st
             )
             added += 1
         else:
-            # Stories are the same bank on every device; a participant's first-seen time
-            # differs per device, so only identity-defining columns must agree.
-            keys = ["content_hash"] if table == "stories" else ["name", "timezone"]
-            for col in keys:
+            for col in SHARED_TABLES[table]:
                 if col in row and found[cols.index(col)] != row[col]:
-                    raise _conflict(source, table, row["id"], device, col)
+                    label = "/".join(str(row[k]) for k in key)
+                    raise _conflict(source, table, label, device, col)
         if table == "participants":
             db.execute(
                 "INSERT OR IGNORE INTO participant_devices VALUES (?, ?)", [row["id"], device]

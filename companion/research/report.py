@@ -1,17 +1,21 @@
 """A self-contained HTML study report with plots, for one device or a merged study.
 
-Reads the database read-only. The page embeds its PNGs (also written beside it)
-and references nothing over the network, so it can be mailed or archived as is.
-Statistics are plain functions, separate from the drawing.
+Reads the database read-only and writes only into --out (every file 0600). The
+page embeds its PNGs (also written beside it) and references nothing over the
+network, so it can be mailed or archived as is. Which instrument items the mood,
+empathy and felt-understood plots show comes from the protocols recorded in the
+data (rules in `companion.research.instruments`). Statistics are plain
+functions, separate from the drawing.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import io
+import json
 import logging
 import math
-import os
 import sqlite3
 from collections import defaultdict
 from dataclasses import dataclass
@@ -19,6 +23,9 @@ from datetime import date, datetime
 from pathlib import Path
 
 from companion.errors import CompanionError
+from companion.files import private_dir, write_private
+from companion.research.instruments import Panel, Recorded, Roles, choose_roles
+from companion.research.readonly import ReadOnly
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +39,6 @@ COLOURS = {HELD: "#2e7d32", INTERRUPTED: "#f9a825", MISSED: "#c62828"}
 
 class ReportError(CompanionError):
     """The database cannot be reported on."""
-
-
-@dataclass(frozen=True)
-class ReportConfig:
-    """Which instruments the plots use; None means the default protocol's ids."""
-
-    mood: tuple[str, str] | None = None  # (instrument, item)
-    empathy_instrument: str | None = None
-    understood: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -74,12 +72,20 @@ class SessionRow:
     local_date: date
     minutes: float | None
     condition: str | None
+    protocol: tuple[str, int] | None = None  # (id, version)
 
 
 @dataclass(frozen=True)
 class StudyData:
     sessions: tuple[SessionRow, ...]
     answers: dict[tuple[int, str, str], int]  # (session, instrument, item) -> value
+    protocols: tuple[Recorded, ...] = ()  # the `protocols` table, if the data has one
+
+    def roles(self) -> Roles:
+        """Which items the mood, empathy and felt-understood plots show."""
+        answered = {(inst, item) for _, inst, item in self.answers}
+        used = {s.protocol for s in self.sessions if s.protocol}
+        return choose_roles(list(self.protocols), answered, used)
 
     @property
     def participants(self) -> list[str]:
@@ -95,29 +101,41 @@ class StudyData:
 def load(path: Path) -> StudyData:
     if not path.is_file():
         raise ReportError(f"{path}: no database here; check --home or --db")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    reader = ReadOnly(path)
+    conn = reader.conn
     try:
+        # One read transaction: the sessions and answers are one consistent snapshot.
+        conn.execute("BEGIN")
         rows = conn.execute(
             "SELECT s.id, s.participant_id, s.status, s.local_date, s.started_at, s.ended_at, "
-            "(SELECT e.condition FROM story_exposures e WHERE e.session_id = s.id LIMIT 1) "
-            "FROM sessions s ORDER BY s.id"
+            "(SELECT e.condition FROM story_exposures e WHERE e.session_id = s.id LIMIT 1), "
+            "s.protocol_id, s.protocol_version FROM sessions s ORDER BY s.id"
         ).fetchall()
         answers = conn.execute(
             "SELECT session_id, instrument, item, value FROM self_reports "
             "WHERE value IS NOT NULL AND status = 'answered'"
         ).fetchall()
+        recorded = []
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'protocols'").fetchone():
+            recorded = conn.execute("SELECT id, version, definition FROM protocols").fetchall()
+        reader.check()
     except sqlite3.DatabaseError as exc:
         raise ReportError(f"{path}: not a companion or study database ({exc})") from exc
     finally:
-        conn.close()
+        reader.close()
     sessions = []
-    for sid, pid, status, local, started, ended, condition in rows:
+    for sid, pid, status, local, started, ended, condition, proto, version in rows:
         minutes = None
         if started and ended:
             delta = datetime.fromisoformat(ended) - datetime.fromisoformat(started)
             minutes = delta.total_seconds() / 60
-        sessions.append(SessionRow(sid, pid, status, date.fromisoformat(local), minutes, condition))
-    return StudyData(tuple(sessions), {(s, i, it): v for s, i, it, v in answers})
+        sessions.append(SessionRow(sid, pid, status, date.fromisoformat(local), minutes, condition,
+                                   (proto, version)))  # fmt: skip
+    try:
+        protocols = tuple(Recorded(i, v, json.loads(d)) for i, v, d in recorded)
+    except ValueError as exc:
+        raise ReportError(f"{path}: a recorded protocol is not valid JSON ({exc})") from exc
+    return StudyData(tuple(sessions), {(s, i, it): v for s, i, it, v in answers}, protocols)
 
 
 def adherence(data: StudyData) -> dict[str, list[int]]:
@@ -134,50 +152,62 @@ def adherence(data: StudyData) -> dict[str, list[int]]:
     return out
 
 
-def per_session(data: StudyData, instrument: str, item: str | None) -> dict[int, float]:
-    """Session id -> the item's value, or the mean of the instrument's items."""
-    sums: dict[int, list[int]] = defaultdict(list)
-    for (sid, inst, it), value in data.answers.items():
-        if inst == instrument and (item is None or it == item):
-            sums[sid].append(value)
-    return {sid: sum(v) / len(v) for sid, v in sums.items()}
+def empathy_values(data: StudyData, roles: Roles) -> dict[int, float]:
+    """Session id -> mean of the session's post-story likert answers."""
+    overall = roles.empathy_overall
+    return overall.values(data.answers) if overall else {}
 
 
 def _png(fig, path: Path) -> Path:
-    fig.savefig(path, format="png", dpi=96, metadata={"Software": None})
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=96, metadata={"Software": None})
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+    write_private(path, buffer.getvalue())
     return path
 
 
-def _trend(data: StudyData, values: dict[int, float], ylabel: str, title: str, path: Path):
+MAX_PANELS = 6  # per figure; more items than this are listed on the page, not drawn
+
+
+def _trends(data: StudyData, panels: tuple[Panel, ...], what: str, path: Path) -> Path:
+    """One panel per item (or instrument mean): each participant's line and the daily mean."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 3.6))
-    by_day: dict[int, list[float]] = defaultdict(list)
-    for pid in data.participants:
-        pts = sorted(
-            (data.study_day(s), values[s.id])
-            for s in data.sessions
-            if s.participant == pid and s.id in values
-        )
-        for d, v in pts:
-            by_day[d].append(v)
-        if pts:
-            ax.plot(*zip(*pts, strict=True), marker=".", alpha=0.35, linewidth=1, label=pid)
-    if by_day:
-        days = sorted(by_day)
-        ax.plot(days, [sum(by_day[d]) / len(by_day[d]) for d in days], color="black",
-                linewidth=2.2, label="mean")  # fmt: skip
-    ax.set(xlabel="study day", ylabel=ylabel, title=title, ylim=(0.8, 5.2))
-    if len(data.participants) <= 12:
-        ax.legend(fontsize=7, ncol=4, loc="lower right")
+    shown = panels[:MAX_PANELS]
+    fig, axes = plt.subplots(max(1, len(shown)), 1, figsize=(8, 0.4 + 3.2 * max(1, len(shown))),
+                             squeeze=False)  # fmt: skip
+    if not shown:
+        axes[0][0].text(0.5, 0.5, f"No {what} items in the protocol", ha="center", va="center")
+        axes[0][0].set_axis_off()
+    for ax, panel in zip((row[0] for row in axes), shown, strict=False):
+        values = panel.values(data.answers)
+        by_day: dict[int, list[float]] = defaultdict(list)
+        for pid in data.participants:
+            pts = sorted(
+                (data.study_day(s), values[s.id])
+                for s in data.sessions
+                if s.participant == pid and s.id in values
+            )
+            for d, v in pts:
+                by_day[d].append(v)
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker=".", alpha=0.35, linewidth=1, label=pid)
+        if by_day:
+            days = sorted(by_day)
+            ax.plot(days, [sum(by_day[d]) / len(by_day[d]) for d in days], color="black",
+                    linewidth=2.2, label="mean")  # fmt: skip
+        low, high = panel.scale
+        ax.set(xlabel="study day", ylabel=f"{low}-{high}", title=f"{what}: {panel.label}",
+               ylim=(low - 0.2, high + 0.2))  # fmt: skip
+        if by_day and len(data.participants) <= 12:
+            ax.legend(fontsize=7, ncol=4, loc="lower right")
     fig.tight_layout()
     return _png(fig, path)
 
 
-def plot_all(data: StudyData, out: Path, config: ReportConfig) -> dict[str, Path]:
+def plot_all(data: StudyData, out: Path, roles: Roles) -> dict[str, Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -185,9 +215,6 @@ def plot_all(data: StudyData, out: Path, config: ReportConfig) -> dict[str, Path
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Patch
 
-    mood = config.mood or ("mood", "valence")
-    empathy_inst = config.empathy_instrument or "story_empathy"
-    understood = config.understood or ("felt_understood", "felt_understood")
     plots: dict[str, Path] = {}
 
     grid = adherence(data)
@@ -207,13 +234,11 @@ def plot_all(data: StudyData, out: Path, config: ReportConfig) -> dict[str, Path
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     plots["adherence"] = _png(fig, out / "adherence.png")
 
-    plots["mood"] = _trend(data, per_session(data, *mood), "mood (1-5)",
-                           f"Mood check-in ({mood[0]}.{mood[1]})", out / "mood.png")  # fmt: skip
-    empathy = per_session(data, empathy_inst, None)
-    plots["empathy"] = _trend(data, empathy, "mean empathy (1-5)",
-                              "Post-story empathy", out / "empathy.png")  # fmt: skip
-    plots["understood"] = _trend(data, per_session(data, *understood), "felt understood (1-5)",
-                                 "Felt understood", out / "understood.png")  # fmt: skip
+    plots["mood"] = _trends(data, roles.mood, "Mood check-in", out / "mood.png")
+    plots["empathy"] = _trends(data, roles.empathy, "Post-story empathy", out / "empathy.png")
+    plots["understood"] = _trends(data, roles.understood, "Felt understood",
+                                  out / "understood.png")  # fmt: skip
+    empathy = empathy_values(data, roles)
 
     fig, ax = plt.subplots(figsize=(5, 3.6))
     stats = condition_stats(data, empathy)
@@ -225,7 +250,9 @@ def plot_all(data: StudyData, out: Path, config: ReportConfig) -> dict[str, Path
                     capsize=6)  # fmt: skip
         ax.text(x, 0.15, f"n = {ci.n}", ha="center", color="white")
     ax.set_xticks(range(len(stats)), list(stats))
-    ax.set(ylabel="mean empathy (1-5)", ylim=(0, 5.5), title="Story condition (mean, 95% CI)")
+    top = roles.empathy_overall.scale[1] if roles.empathy_overall else 5
+    ax.set(ylabel="mean post-story rating", ylim=(0, top + 0.5),
+           title="Story condition (mean, 95% CI)")  # fmt: skip
     fig.tight_layout()
     plots["condition"] = _png(fig, out / "condition.png")
 
@@ -265,7 +292,30 @@ def summary_rows(data: StudyData) -> list[list[str]]:
     return rows
 
 
-def render_html(data: StudyData, plots: dict[str, Path], source: Path) -> str:
+def _instruments_html(roles: Roles) -> str:
+    """Which items each plot shows, and where they came from."""
+
+    def listed(panels: tuple[Panel, ...]) -> str:
+        if not panels:
+            return "none"
+        names = ", ".join(
+            f"<code>{html.escape(i.key)}</code> ({i.low}–{i.high})" for p in panels for i in p.items
+        )
+        hidden = len(panels) - MAX_PANELS
+        return names + (f"; the first {MAX_PANELS} are drawn, {hidden} more are not" if hidden > 0
+                        else "")  # fmt: skip
+
+    notes = "".join(f"<p>{html.escape(n)}</p>" for n in roles.notes)
+    return (
+        f"<p>The plots use {html.escape(roles.source)}.</p>{notes}<ul>"
+        f"<li>Mood (check-in likert items): {listed(roles.mood)}</li>"
+        f"<li>Post-story empathy (mean of each post-story instrument's likert items): "
+        f"{listed(roles.empathy)}</li>"
+        f"<li>Felt understood (closing likert items): {listed(roles.understood)}</li></ul>"
+    )
+
+
+def render_html(data: StudyData, plots: dict[str, Path], source: Path, roles: Roles) -> str:
     def img(key: str, alt: str) -> str:
         encoded = base64.b64encode(plots[key].read_bytes()).decode()
         return f'<figure><img alt="{alt}" src="data:image/png;base64,{encoded}"></figure>'
@@ -275,10 +325,9 @@ def render_html(data: StudyData, plots: dict[str, Path], source: Path) -> str:
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
         for row in summary_rows(data)
     )
-    empathy = per_session(data, "story_empathy", None)
     cond = "".join(
         f"<li>{c}: mean {ci.mean:.2f} (95 % CI {ci.low:.2f}–{ci.high:.2f}), n = {ci.n}</li>"
-        for c, ci in condition_stats(data, empathy).items()
+        for c, ci in condition_stats(data, empathy_values(data, roles)).items()
         if ci is not None
     )
     return f"""<!DOCTYPE html>
@@ -289,13 +338,17 @@ img{{max-width:100%}}figure{{margin:1em 0}}</style></head><body>
 <h1>Companion study report</h1>
 <p>Source: {html.escape(str(source))}; {len(data.participants)} participants,
 {len(data.sessions)} sessions. Missed = a study day without a held session.</p>
+<h2>Instruments</h2>
+{_instruments_html(roles)}
 <h2>Adherence</h2>
 <table><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr>{table}</table>
 {img("adherence", "adherence calendar")}
 <h2>Mood and empathy over the study</h2>
 {img("mood", "mood check-in over study days")}
 {img("empathy", "post-story empathy over study days")}
-<h2>Matched vs random stories</h2><ul>{cond}</ul>
+<h2>Matched vs random stories</h2>
+<p>Each session's mean of all post-story likert answers, by how its story was chosen.</p>
+<ul>{cond}</ul>
 {img("condition", "empathy by story condition")}
 <h2>Session durations</h2>
 {img("durations", "session durations")}
@@ -305,15 +358,15 @@ img{{max-width:100%}}figure{{margin:1em 0}}</style></head><body>
 """
 
 
-def write_report(db_path: Path, out: Path, config: ReportConfig | None = None) -> Path:
+def write_report(db_path: Path, out: Path) -> Path:
+    """Write report.html and its PNGs into `out`; the database is only read."""
     data = load(db_path)
     if not data.sessions:
         raise ReportError(f"{db_path}: no sessions yet; nothing to report")
-    out.mkdir(parents=True, exist_ok=True, mode=0o700)
-    plots = plot_all(data, out, config or ReportConfig())
+    private_dir(out)
+    roles = data.roles()
+    plots = plot_all(data, out, roles)
     page = out / "report.html"
-    fd = os.open(page, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(render_html(data, plots, db_path))
+    write_private(page, render_html(data, plots, db_path, roles))
     log.info("report for %s participants written to %s", len(data.participants), page)
     return page
