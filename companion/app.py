@@ -21,6 +21,7 @@ from companion.engine.session import Participant, SessionResult, StoryChooser, r
 from companion.engine.simulate import PrintingChannel, SimulatedChannel, SimulatedParticipant
 from companion.engine.stories import ensure_bank
 from companion.errors import CompanionError
+from companion.research.export import device_id
 from companion.settings.config import (
     Config,
     Home,
@@ -33,6 +34,7 @@ from companion.store.db import DatabaseError, log_event, open_db, schema_version
 from companion.store.lock import session_lock
 from companion.store.migrations import SCHEMA_VERSION
 from companion.store.queries import ensure_participant
+from companion.store.readonly import ReadOnly
 
 if TYPE_CHECKING:
     from companion.voice.channels import VoiceSettings
@@ -52,6 +54,7 @@ def open_home(home: str | Path | None, *, participant_id: str | None = None) -> 
     db = open_db(resolved.db_path)
     ensure_bank(db)
     ensure_participant(db, config.participant_id, config.participant_name, config.timezone)
+    device_id(resolved)  # made once, here, so exports never write into the home
     return Opened(resolved, config, protocol, db)
 
 
@@ -65,10 +68,11 @@ def open_home_readonly(home: str | Path | None) -> Opened:
         )
     config = load_config(resolved)
     protocol = load_protocol(config.protocol_path(resolved.path))
-    db = open_db(resolved.db_path, readonly=True)
+    # Read without writing anything beside the database (no -wal/-shm of our own).
+    db = ReadOnly(resolved.db_path).db
     version = schema_version(db)
     if version != SCHEMA_VERSION:
-        db.close()
+        db.conn.close()
         raise DatabaseError(
             f"{resolved.db_path}: schema v{version}, this companion reads v{SCHEMA_VERSION}; "
             "run companion init (or start the service) to migrate it"

@@ -1,38 +1,19 @@
-"""Shared fixtures: temporary homes, the real CLI in a subprocess, scripted sessions."""
+"""Fixtures only: homes with the bank pre-encoded, the default protocol, recognisers.
+Plain helpers live in tests/helpers/ (run, study, world, speech)."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
-import subprocess
-import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 from companion import app
 from companion.engine.protocol import load_protocol
-from companion.settings.config import Config, Home, write_config
+from companion.settings.config import Home, write_config
 from tests.helpers import speech
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def run_cli(*args: str, input: str | None = None, home: Path | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """Run the real `companion` CLI in a subprocess."""
-    env = {k: v for k, v in os.environ.items() if k != "COMPANION_HOME"}
-    if home is not None:
-        env["COMPANION_HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "companion", *args],
-        input=input, capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO,
-    )  # fmt: skip
-
-
-TEST_CONFIG = Config(participant_id="P042", participant_name="Robin", timezone="Europe/London")
+from tests.helpers.run import TEST_CONFIG
 
 
 @pytest.fixture(scope="session")
@@ -58,21 +39,6 @@ def home(tmp_path: Path, template_db: Path) -> Path:
     shutil.copy(template_db, path / "companion.db")
     os.chmod(path / "companion.db", 0o600)
     return path
-
-
-def answering_lines(answers: Iterable[str]) -> str:
-    return "".join(f"{a}\n" for a in answers)
-
-
-def run_text_session(home: Path, replies: list[str], kind: str | None = None):
-    """Run a session in-process through the real TextChannel; returns (result, output, db)."""
-    from companion.engine.textio import TextChannel
-
-    opened = app.open_home(home)
-    out = io.StringIO()
-    channel = TextChannel(io.StringIO(answering_lines(replies)), out)
-    result = app.run_in_home(opened, channel, kind=kind)
-    return result, out.getvalue(), opened.db
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.study_data import fill_study, make_home, run_scripted, session_lines
+from tests.helpers.study import fill_study, make_home, run_scripted, session_lines
 
 REPO = Path(__file__).resolve().parent.parent
 PLAYBOOKS = REPO / "deploy" / "ansible"

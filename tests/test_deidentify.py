@@ -10,8 +10,8 @@ import pytest
 
 from companion.research.deidentify import load_or_create_salt, pseudonym, redactor_for
 from companion.research.export import ExportOptions, export_home
-from tests.conftest import run_cli
-from tests.study_data import PLANTED, fill_study, make_home
+from tests.helpers.run import run_cli
+from tests.helpers.study import PLANTED, fill_study, make_home
 
 
 @pytest.fixture(scope="module")

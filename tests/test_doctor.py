@@ -15,8 +15,8 @@ import pytest
 
 from companion.ops.doctor import Probes, run_checks
 from companion.settings.config import Config, Home, VoiceConfig, write_config
-from tests.conftest import run_cli
-from tests.study_data import make_home, run_scripted, session_lines
+from tests.helpers.run import run_cli
+from tests.helpers.study import make_home, run_scripted, session_lines
 
 SPEAKERS = [
     {"name": "USB mic", "max_input_channels": 1, "max_output_channels": 0},

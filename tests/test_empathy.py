@@ -10,8 +10,7 @@ import numpy as np
 from companion import app
 from companion.model.empathy import EmpathicChooser, replay_participant
 from companion.store.db import open_db
-from tests.conftest import run_cli, run_text_session
-from tests.test_session import SCRIPT
+from tests.helpers.run import SCRIPT, run_cli, run_text_session
 
 SAD_STORY = [
     "four",

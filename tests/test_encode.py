@@ -15,7 +15,7 @@ from companion.emotions import EMOTIONS
 from companion.errors import ConfigError, ModelError
 from companion.model.encode import Encoder, TextEncoding, default_model_dir, evaluate_emotions
 from companion.model.personalize import FAMILY_OF
-from tests.conftest import REPO, run_cli
+from tests.helpers.run import REPO, run_cli
 
 SAD = "My grandmother died last night and I cried for hours, I miss her so much."
 JOYFUL = "We won the championship today and everyone was cheering, best day of my life!"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from companion.engine.protocol import default_protocol_text
-from tests.conftest import run_cli
+from tests.helpers.run import run_cli
 
 DEFAULT = default_protocol_text()
 

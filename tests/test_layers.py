@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
+from tests.helpers.run import REPO, run_cli
 
 PACKAGE = REPO / "companion"
 FOUNDATION = {"errors", "clock", "files", "emotions", "checksum", "__init__"}

@@ -11,8 +11,8 @@ import pytest
 
 from companion.research.export import TABLES, ExportError, ExportOptions, export_home
 from companion.research.merge import DEVICE_TABLES, MergeError, merge_exports
-from tests.conftest import run_cli
-from tests.study_data import build_study
+from tests.helpers.run import run_cli
+from tests.helpers.study import build_study
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,7 @@ from companion.engine.protocol import default_protocol_text
 from companion.errors import ConfigError
 from companion.settings.config import Config, Home, write_config
 from companion.store.db import open_db
-from tests.conftest import REPO, run_text_session
-from tests.test_session import SCRIPT
+from tests.helpers.run import REPO, SCRIPT, run_text_session
 
 EXTRA = """
 [[instruments]]

@@ -14,8 +14,8 @@ import pytest
 
 from companion.research.merge import merge_exports
 from companion.research.report import ReportError, load, mean_ci, write_report
-from tests.conftest import run_cli
-from tests.study_data import build_study, custom_protocol_text
+from tests.helpers.run import run_cli
+from tests.helpers.study import build_study, custom_protocol_text
 
 PLOTS = ("adherence", "mood", "empathy", "condition", "durations", "understood")
 
@@ -185,7 +185,7 @@ def test_mean_ci_known_values():
 
 
 def test_report_refuses_empty_database(tmp_path):
-    from tests.study_data import make_home
+    from tests.helpers.study import make_home
 
     opened = make_home(tmp_path / "h", "P1", "Ada")
     with pytest.raises(ReportError, match="no sessions yet"):

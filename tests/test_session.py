@@ -13,19 +13,8 @@ import pytest
 from companion import app
 from companion.engine.protocol import load_protocol
 from companion.store.db import open_db
-from tests.conftest import REPO, run_text_session
+from tests.helpers.run import CHECKIN, POST_STORY, REPO, SCRIPT, STORY, run_text_session
 
-# One scripted participant: each entry is (reply, expected stored value or None).
-CHECKIN = [("four", 4), ("I'd say two", 2)]
-STORY = [
-    "My neighbour's dog got out last night and I spent an hour looking for him in the rain.",
-    "We found him under a bench at the park, soaked and very pleased with himself.",
-    "That's all.",
-]
-POST_STORY = [("strongly agree", 5), ("3", 3), ("a two", 2), ("agree", 4), ("five", 5),
-              ("one", 1), ("4", 4)]  # fmt: skip
-CLOSING = [("five", 5)]
-SCRIPT = [r for r, _ in CHECKIN] + STORY + [r for r, _ in POST_STORY] + [r for r, _ in CLOSING]
 EXPECTED = {
     ("mood", "valence"): 4, ("mood", "arousal"): 2,
     **{("story_empathy", item.id): value for item, (_, value) in zip(
@@ -232,3 +221,27 @@ def test_demo_runs_and_summarises(tmp_path: Path) -> None:
     assert ", 0 wrong" in proc.stdout
     db = open_db(tmp_path / "demo" / "companion.db")
     assert db["sessions"].count == 1 and db["self_reports"].count == 10
+
+
+def test_a_session_records_the_protocol_it_ran_under(home: Path) -> None:
+    """Codebooks and reports read the instruments as asked, from the database itself."""
+    import json
+
+    result, _, db = run_text_session(home, SCRIPT)
+    rows = db.execute("SELECT id, version, definition FROM protocols").fetchall()
+    assert len(rows) == 1
+    (protocol_id, version, definition) = rows[0]
+    session = db.execute(
+        "SELECT protocol_id, protocol_version FROM sessions WHERE id = ?", [result.session_id]
+    ).fetchone()
+    assert session == (protocol_id, version)
+    asked = {
+        i["id"]: [it["id"] for it in i["items"]] for i in json.loads(definition)["instruments"]
+    }
+    stored = db.execute(
+        "SELECT DISTINCT instrument, item FROM self_reports WHERE session_id = ?",
+        [result.session_id],
+    ).fetchall()
+    assert stored and all(item in asked[inst] for inst, item in stored)
+    run_text_session(home, SCRIPT)  # a second session under the same protocol adds no row
+    assert db.execute("SELECT COUNT(*) FROM protocols").fetchone()[0] == 1

@@ -32,7 +32,7 @@ from companion.settings.schedule import ScheduleConfig, Window, parse_schedule
 from companion.settings.validate import Table
 from companion.voice.backend import choose_backend
 from companion.voice.listen import PocketsphinxFactory, VoskFactory, pick_backend
-from tests.conftest import REPO, run_cli, run_text_session
+from tests.helpers.run import REPO, run_cli, run_text_session
 
 DEFAULT = default_protocol_text()
 

@@ -10,8 +10,8 @@ import time_machine
 
 from companion import app
 from companion.service.status import audio_problem, compute_status, format_status
-from tests.conftest import run_cli
-from tests.test_service import LONDON, World, local, make_home
+from tests.helpers.run import run_cli
+from tests.helpers.world import LONDON, World, local, make_home
 
 
 def test_status_after_three_study_days(tmp_path: Path) -> None:

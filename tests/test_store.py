@@ -10,7 +10,7 @@ import sqlite_utils
 
 from companion.store.db import DatabaseError, migrate, open_db, schema_version
 from companion.store.migrations import SCHEMA_VERSION
-from tests.conftest import run_cli, run_text_session
+from tests.helpers.run import run_cli, run_text_session
 
 TABLES = {"participants", "sessions", "turns", "stories", "story_exposures", "self_reports",
           "events", "schema_migrations"}  # fmt: skip

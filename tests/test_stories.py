@@ -9,7 +9,7 @@ import pytest
 
 from companion.emotions import EMOTIONS
 from companion.engine.stories import bundled_stories
-from tests.conftest import run_cli
+from tests.helpers.run import run_cli
 
 STORY_TEXT = " ".join(["This is a short test story about a walk by the sea."] * 4)
 

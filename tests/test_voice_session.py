@@ -19,7 +19,7 @@ from companion.engine.protocol import load_protocol
 from companion.store.db import open_db
 from companion.voice.channels import SynthesizedParticipantChannel
 from companion.voice.speak import SpeakerSettings
-from tests.conftest import REPO
+from tests.helpers.run import REPO
 from tests.helpers.speech import speech_wav
 
 pytestmark = pytest.mark.slow  # whole spoken sessions through espeak-ng and the recogniser

@@ -24,6 +24,7 @@ from companion.engine.acknowledge import acknowledgement
 from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
 from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
 from companion.engine.protocol import Instrument, Item, Protocol
+from companion.engine.record import record_protocol
 from companion.engine.stories import unheard_stories
 from companion.store.db import log_event, transaction
 from companion.store.queries import ensure_participant, heard_story_ids
@@ -375,6 +376,7 @@ def run_session(
 ) -> SessionResult:
     """Run one session to its end. EOF or Ctrl-C end it as interrupted, answers kept."""
     ensure_participant(db, participant.id, participant.name, participant.timezone)
+    record_protocol(db, protocol, clock())  # what was asked, for codebooks and reports
     run = SessionRun(db, protocol, channel, participant, chooser, clock,
                      session_kind(db, participant.id, kind))  # fmt: skip
     run.start()

@@ -27,6 +27,8 @@ from companion.clock import clock_problem, iso, utc_now
 from companion.engine.protocol import load_protocol
 from companion.errors import CompanionError
 from companion.settings.config import Config, Home, load_config
+from companion.store.queries import last_event_at
+from companion.store.readonly import ReadOnly
 
 log = logging.getLogger(__name__)
 
@@ -146,27 +148,13 @@ def _asr_finding(home: Home, config: Config) -> Finding:
     return Finding("asr-model", "warn" if fallback else "ok", choice.reason)
 
 
-def read_only(db: Path) -> sqlite3.Connection:
-    """Open the database without creating or writing any file in the home.
-
-    A read-only WAL connection still creates the -shm file when it is missing, so unless
-    a writer's -wal and -shm are already there (everything is in the main file then),
-    the file is opened immutable.
-    """
-    live = Path(f"{db}-wal").exists() and Path(f"{db}-shm").exists()
-    return sqlite3.connect(f"file:{db}?{'mode=ro' if live else 'immutable=1'}", uri=True)
-
-
 def _last_event(home: Home) -> str | None:
     """The newest event's timestamp (read-only)."""
     if not home.db_path.exists():
         return None
     try:
-        conn = read_only(home.db_path)
-        try:
-            latest: str | None = conn.execute("SELECT MAX(ts) FROM events").fetchone()[0]
-        finally:
-            conn.close()
+        with ReadOnly(home.db_path) as reader:
+            latest: str | None = last_event_at(reader.db)
     except sqlite3.DatabaseError:
         return None  # the database check reports this
     return latest
@@ -194,12 +182,11 @@ def check_database(home: Home) -> Finding:
     if not home.db_path.exists():
         return Finding("database", "warn", f"{home.db_path} does not exist yet")
     try:
-        conn = read_only(home.db_path)
-        try:
-            rows = [r[0] for r in conn.execute("PRAGMA integrity_check").fetchall()]
-            version = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0]
-        finally:
-            conn.close()
+        with ReadOnly(home.db_path) as reader:
+            rows = [r[0] for r in reader.conn.execute("PRAGMA integrity_check").fetchall()]
+            version = reader.conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[
+                0
+            ]
     except sqlite3.DatabaseError as exc:
         return Finding("database", "fail", f"{home.db_path}: {exc}; restore a backup")
     if rows != ["ok"]:

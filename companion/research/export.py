@@ -31,10 +31,10 @@ from companion.errors import CompanionError
 from companion.files import open_private, private_dir, write_private
 from companion.research import codebook
 from companion.research.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
-from companion.research.readonly import ReadOnly
 from companion.settings.config import Config, Home, load_config
 from companion.store import schema
 from companion.store.db import schema_version
+from companion.store.readonly import ReadOnly
 
 log = logging.getLogger(__name__)
 

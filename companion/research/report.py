@@ -25,7 +25,7 @@ from pathlib import Path
 from companion.errors import CompanionError
 from companion.files import private_dir, write_private
 from companion.research.instruments import Panel, Recorded, Roles, choose_roles
-from companion.research.readonly import ReadOnly
+from companion.store.readonly import ReadOnly
 
 log = logging.getLogger(__name__)
 

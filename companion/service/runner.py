@@ -31,6 +31,7 @@ from companion.clock import iso, utc_now
 from companion.engine.context import Opened
 from companion.engine.dialogue import Channel, EndOfInput, Expectation
 from companion.engine.match import LexicalMatcher
+from companion.engine.record import record_protocol
 from companion.engine.session import StoryChooser, run_session
 from companion.errors import SessionBusyError
 from companion.service import schedule, slots
@@ -114,6 +115,7 @@ class Service:
                 self.notify(f"STATUS=waiting for a plausible clock: {problem}")
                 warned = True
             self.sleep(60)  # a blocking wait; NTP will fix the clock
+        record_protocol(self.db, self.opened.protocol, self.clock())  # missed rows name it
         try:
             with session_lock(self.opened.home):
                 queries.recover_interrupted(self.db, self.clock)

@@ -67,15 +67,11 @@ def db_label(db: sqlite_utils.Database) -> str:
     return row[2] or ":memory:"
 
 
-def open_db(path: Path, *, create: bool = True, readonly: bool = False) -> sqlite_utils.Database:
-    """Open (and migrate) a study database with the durability settings below."""
-    if readonly:
-        if not path.exists():
-            raise DatabaseError(f"{path}: no database here; check --home")
-        conn = sqlite3.connect(
-            f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
-        )
-        return sqlite_utils.Database(conn)
+def open_db(path: Path, *, create: bool = True) -> sqlite_utils.Database:
+    """Open (and migrate) a study database with the durability settings below.
+
+    To look without writing, use `store.readonly.ReadOnly` instead.
+    """
     if not create and not path.exists():
         raise DatabaseError(f"{path}: no database here; check --home or run a session first")
     new = not path.exists()

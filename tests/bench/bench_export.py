@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from companion.research.export import ExportOptions, export_home  # noqa: E402
 from companion.research.merge import merge_exports  # noqa: E402
 from companion.research.report import write_report  # noqa: E402
-from tests.study_data import fill_study, make_home  # noqa: E402
+from tests.helpers.study import fill_study, make_home  # noqa: E402
 
 
 def size(path: Path) -> int:

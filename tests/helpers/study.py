@@ -83,8 +83,8 @@ def custom_protocol_text() -> str:
 def make_home(path: Path, participant: str, name: str, timezone: str = "Europe/London",
               condition: str = "counterbalanced", protocol_text: str | None = None,
               record: bool = True) -> app.Opened:  # fmt: skip
-    """A home with its own protocol file; `record`: the protocol is in the `protocols` table,
-    as the session engine records it (False: data from before protocols were recorded)."""
+    """A home with its own protocol file. Sessions record their protocol in `protocols`;
+    `record=False` stands for data from before protocols were recorded (see build_study)."""
     home = Home(path).ensure()
     protocol = home.path / "protocol.toml"
     protocol.write_text(
@@ -101,6 +101,11 @@ def make_home(path: Path, participant: str, name: str, timezone: str = "Europe/L
     if record:
         record_protocol(opened.db, opened.protocol, datetime(2026, 3, 1, tzinfo=UTC))
     return opened
+
+
+def forget_protocols(opened: app.Opened) -> None:
+    """Data as a version without the protocols table left it (a pre-v4 device)."""
+    opened.db.execute("DELETE FROM protocols")
 
 
 def ticking(start: datetime, step: timedelta = timedelta(seconds=6)) -> Callable[[], datetime]:
@@ -165,6 +170,8 @@ def build_study(root: Path, homes: int = 3, days: int = 4, deidentify: bool = Tr
         o = make_home(root / f"home-{n}", f"P{n + 1:03d}", ["Ada", "Bruno", "Chiara", "Dev"][n % 4],
                       protocol_text=protocol_text, record=record)  # fmt: skip
         fill_study(o, days, seed=n, interrupt=0.25)
+        if not record:
+            forget_protocols(o)
         out = root / f"export-{n}"
         export_home(o.home, out, ExportOptions(format=fmt, deidentify=deidentify))
         opened.append(o)

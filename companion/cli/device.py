@@ -1,0 +1,119 @@
+"""Commands for the device and its models: doctor, model eval/replay, devices, models."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from companion.cli.base import cli, home_option
+
+
+@cli.command()
+@home_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
+@click.option("--skip", multiple=True, help="Leave out a check (audio, service, network, ...).")
+def doctor(home, as_json, skip) -> None:
+    """Check this device: audio, models, clock, disk, database, service, permissions, network."""
+    import json
+
+    from companion.ops.doctor import run_checks
+    from companion.settings.config import resolve_home
+
+    findings = run_checks(resolve_home(home), skip=set(skip))
+    if as_json:
+        click.echo(json.dumps({"ok": all(f.ok for f in findings),
+                               "findings": [f.as_dict() for f in findings]}))  # fmt: skip
+    else:
+        for f in findings:
+            click.echo(f"{f.status:4} {f.check}: {f.detail}")
+    if not all(f.ok for f in findings):
+        sys.exit(1)
+
+
+@cli.group()
+def model() -> None:
+    """The on-device empathy model (embedding + emotion head)."""
+
+
+@model.command("eval")
+@click.option(
+    "--emotions",
+    "csv_path",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=str),
+    help="CSV with columns label (1..32, EmpatheticDialogues order),content.",
+)
+@click.option("--model", "model_path", default=None, help="Model .onnx (default: the shipped one).")
+def model_eval(csv_path: str, model_path: str | None) -> None:
+    """Emotion accuracy on a labelled CSV: prints one JSON line {n, top1, top3, macro_f1}."""
+    import json
+    from pathlib import Path
+
+    from companion.model.encode import Encoder, evaluate_emotions, read_emotion_csv
+
+    read_emotion_csv(Path(csv_path))  # fail fast on a malformed file, before loading the model
+    encoder = Encoder.load(Path(model_path) if model_path else None)
+    click.echo(json.dumps(evaluate_emotions(encoder, Path(csv_path))))
+
+
+@model.command("replay")
+@home_option
+@click.option("--participant", "participant_id", help="Participant id (default: from config.toml).")
+def model_replay(home, participant_id) -> None:
+    """Recompute a participant's preference model from the logged ratings; report differences.
+
+    Exits 1 if the stored model differs from the replayed one.
+    """
+    from companion import app
+    from companion.model.empathy import replay_participant
+
+    opened = app.open_home(home, participant_id=participant_id)
+    post_story = {i.id for i in opened.protocol.instruments if i.phase == "post_story"}
+    report = replay_participant(opened.db, opened.config.participant_id, sorted(post_story))
+    click.echo(
+        f"participant {report.participant_id}: {report.ratings} ratings replayed, "
+        f"max difference {report.max_difference:g}, "
+        f"{report.rating_mismatches} ratings changed since learned: "
+        + ("identical" if report.identical else "DIFFERENT")
+    )
+    if not report.identical:
+        sys.exit(1)
+
+
+@cli.command()
+def devices() -> None:
+    """List audio input/output devices (index, name, channels, default marks)."""
+    from companion.voice.audio import DeviceError, format_device, query_devices
+
+    try:
+        found = query_devices()
+    except DeviceError as exc:
+        click.echo(f"companion: error: {exc}; check the sound setup (ALSA config)", err=True)
+        sys.exit(2)
+    for device in found:
+        click.echo(format_device(device))
+    if not found:
+        click.echo("no audio devices found")
+
+
+@cli.group()
+def models() -> None:
+    """Offline models: the speech-recognition (vosk) model."""
+
+
+@models.command("install-asr")
+@home_option
+@click.option("--from", "from_path", type=click.Path(path_type=str), help="Model zip or folder.")
+@click.option("--url", help="Download the model zip from this URL (needs --sha256).")
+@click.option("--sha256", help="Expected sha256 of the zip (required with --url).")
+def models_install_asr(home, from_path, url, sha256) -> None:
+    """Install a vosk model into HOME/models/asr/ and use it for speech recognition."""
+    from pathlib import Path
+
+    from companion.settings.config import resolve_home
+    from companion.voice.asr import install_asr
+
+    source = Path(from_path) if from_path else None
+    target = install_asr(resolve_home(home).path, source, url, sha256)
+    click.echo(f'installed vosk model in {target} (config.toml: asr_backend = "vosk")')

@@ -1,0 +1,193 @@
+"""Commands for running the study on a device: init, session, demo, stories, run, status."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from companion.cli.base import cli, home_option
+
+
+@cli.command()
+@home_option
+@click.option("--participant", "participant_id", help="Participant id (default: from config.toml).")
+@click.option("--name", help="Participant's name, used in greetings.")
+@click.option("--timezone", help="IANA timezone, e.g. Europe/London.")
+@click.option("--protocol", "protocol_path", help="Study protocol TOML file (default: built in).")
+def init(home, participant_id, name, timezone, protocol_path) -> None:
+    """Create or update a home: config.toml and the study database."""
+    import os
+    from pathlib import Path
+
+    from companion import app
+    from companion.engine.protocol import DEFAULT_PROTOCOL, load_protocol
+    from companion.settings.config import load_config, resolve_home, with_options, write_config
+
+    resolved = resolve_home(home)
+    if protocol_path and protocol_path != DEFAULT_PROTOCOL:
+        # A path given here is relative to where init runs; config.toml's is relative to the home.
+        protocol_path = os.path.abspath(Path(protocol_path).expanduser())
+    updated = with_options(
+        load_config(resolved), participant_id=participant_id, participant_name=name,
+        timezone=timezone, protocol=protocol_path,
+    )  # fmt: skip
+    load_protocol(updated.protocol_path(resolved.path))  # all checked before anything is written
+    write_config(resolved, updated)
+    opened = app.open_home(resolved.path)
+    click.echo(
+        f"home {resolved.path}: participant {updated.participant_id}, "
+        f"protocol {opened.protocol.id} v{opened.protocol.version}"
+    )
+    # The recogniser voice sessions will use (the same decision as the service and doctor).
+    from companion.voice.backend import choose_backend
+
+    choice = choose_backend(updated.voice, resolved.path)
+    if choice.name is None:
+        click.echo(f"speech recognition: {choice.reason} (voice sessions will not start)")
+    else:
+        click.echo(f"speech recognition: {choice.reason}")
+
+
+@cli.command()
+@home_option
+@click.option("--text", "mode", flag_value="text", default=True, help="Type or pipe the answers.")
+@click.option("--voice", "mode", flag_value="voice", help="Talk: microphone and speaker.")
+@click.option(
+    "--replay",
+    type=click.Path(file_okay=False, exists=True, path_type=str),
+    help="With --voice: participant turns from the WAV files in DIR, in name order.",
+)
+@click.option("--participant", "participant_id", help="Participant id (default: from config.toml).")
+@click.option(
+    "--kind",
+    type=click.Choice(["auto", "daily", "enrolment", "exit"]),
+    default="auto",
+    show_default=True,
+    help="Session kind; auto = enrolment for a participant's first session.",
+)
+def session(home, mode, replay, participant_id, kind) -> None:
+    """Run one session now. Text mode reads one participant line per turn from stdin."""
+    from pathlib import Path
+
+    from companion import app
+    from companion.engine.dialogue import Channel
+    from companion.engine.simulate import PrintingChannel
+    from companion.engine.textio import TextChannel
+
+    if replay and mode != "voice":
+        raise click.UsageError("--replay needs --voice")
+    opened = app.open_home(home, participant_id=participant_id)
+    channel: Channel
+    if mode == "voice":
+        channel = PrintingChannel(app.voice_channel(opened, Path(replay) if replay else None),
+                                  sys.stdout)  # fmt: skip
+    else:
+        channel = TextChannel(sys.stdin, sys.stdout, interactive=sys.stdin.isatty())
+    result = app.run_in_home(opened, channel, kind=kind)
+    click.echo(
+        f"session {result.session_id} {result.status}: "
+        f"{result.answers_stored} answers stored in {opened.home.db_path}",
+        err=True,
+    )
+
+
+@cli.command()
+@home_option
+@click.option(
+    "--voice",
+    is_flag=True,
+    help="Speak the simulated participant's answers (espeak-ng) through the real recogniser.",
+)
+def demo(home, voice) -> None:
+    """Run a whole session with a simulated participant (no microphone, no network)."""
+    from companion import app
+
+    how = "speaks to" if voice else "talks to"
+    click.echo(f"companion demo: a simulated participant {how} the companion\n")
+    done = app.run_demo(home, sys.stdout, voice=voice)
+    click.echo(
+        f"\nsession {done.result.session_id}: {done.result.status} "
+        f"({done.result.kind}), story read: {done.result.story_id}"
+    )
+    click.echo("stored answers:")
+    for instrument, item, value, status in done.answers:
+        click.echo(f"  {instrument}.{item} = {'NULL' if value is None else value} ({status})")
+    stored = sum(1 for _, _, value, _ in done.answers if value is not None)
+    click.echo(
+        f"check: {stored - done.wrong} of {len(done.answers)} stored values are what the "
+        f"participant meant, {len(done.answers) - stored} missing, {done.wrong} wrong"
+    )
+    counts = ", ".join(f"{table} {n}" for table, n in done.table_counts.items())
+    click.echo(f"rows: {counts}")
+    click.echo(f"database: {done.home / 'companion.db'}")
+
+
+@cli.group()
+def stories() -> None:
+    """The story bank."""
+
+
+@stories.command("import")
+@home_option
+@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+def stories_import(home, file) -> None:
+    """Import stories from a CSV or JSONL file (title, text, optional emotion, tags, id)."""
+    from pathlib import Path
+
+    from companion import app
+    from companion.engine.stories import import_file
+
+    opened = app.open_home(home)
+    result = import_file(opened.db, Path(file))
+    click.echo(f"{result.added} stories added, {result.skipped_duplicates} duplicates skipped")
+
+
+@stories.command("list")
+@home_option
+def stories_list(home) -> None:
+    """List the stories in the bank (id, emotion, words, title)."""
+    from companion import app
+    from companion.engine.stories import load_stories
+
+    opened = app.open_home(home)
+    for story in load_stories(opened.db):
+        click.echo(f"{story.id}\t{story.emotion or '-'}\t{story.word_count}\t{story.title}")
+
+
+@cli.command()
+@home_option
+@click.option("--voice", is_flag=True, help="Invite and talk through microphone and speaker.")
+def run(home, voice) -> None:
+    """Run the always-on companion: daily invitations, reminders, missed-session records and
+    backups, as the protocol's [schedule] says. Type a line (Enter) to start a session now.
+    Stops on SIGTERM or Ctrl-C. Under systemd it reports readiness and pings the watchdog."""
+    from companion import app
+    from companion.service import runner as service
+
+    opened = app.open_home(home)
+    if voice:
+        # Decide the recogniser now: a missing vosk model is one error, not a missed window a day.
+        from companion.errors import ModelError
+        from companion.voice.backend import choose_backend
+
+        choice = choose_backend(opened.config.voice, opened.home.path)
+        if choice.name is None:
+            raise ModelError(choice.reason)
+    app.prepare_bank(opened)
+    # A new voice channel (and recogniser) per invitation/session: vosk grows over long runs.
+    factory = (lambda: app.voice_channel(opened)) if voice else None
+    service.serve(opened, sys.stdin, sys.stdout, channel_factory=factory,
+                  chooser=lambda: app.story_chooser(opened))  # fmt: skip
+
+
+@cli.command()
+@home_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def status(home, as_json) -> None:
+    """Study day, next invitation, today's sessions, last session, adherence and warnings."""
+    from companion import app
+    from companion.service.status import compute_status, format_status
+
+    current = compute_status(app.open_home_readonly(home))
+    click.echo(current.to_json() if as_json else format_status(current))
