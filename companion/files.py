@@ -16,8 +16,12 @@ FILE_MODE, DIR_MODE = 0o600, 0o700
 
 
 def private_dir(path: Path) -> Path:
-    """Create `path` (and parents) 0700; tighten it if it already exists."""
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    """Create `path` and any missing parents 0700 (mkdir's `parents` would use the umask for
+    them); tighten `path` itself if it already exists. Existing parents are left alone."""
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=DIR_MODE, exist_ok=True)
+        os.chmod(folder, DIR_MODE)
     os.chmod(path, DIR_MODE)
     return path
 

@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import tomli_w
 
 from companion.errors import ConfigError
-from companion.files import write_private
+from companion.files import private_dir, write_private
 from companion.settings.validate import Table, read_toml
 
 CONFIG_NAME = "config.toml"
@@ -121,8 +121,7 @@ class Home:
     def ensure(self) -> Home:
         """Create the home with private permissions if it does not exist yet."""
         try:
-            self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.chmod(self.path, 0o700)
+            private_dir(self.path)
         except OSError as exc:
             raise ConfigError(
                 f"{self.path}: cannot create home directory ({exc.strerror})"

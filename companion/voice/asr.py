@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 
 from companion.checksum import sha256_file
 from companion.errors import AsrModelError
+from companion.files import open_private, private_dir
 from companion.settings.config import Home, load_config, write_config
 from companion.voice.backend import asr_dir
 
@@ -55,7 +56,7 @@ def install_asr(
     h = Home(Path(home)).ensure()
     config = load_config(h)  # a broken config.toml fails before any work is done
     root = asr_dir(h.path)
-    _private_dirs(h.path / "models", root)
+    private_dir(root)
     work = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
     try:
         if url is not None:
@@ -194,8 +195,7 @@ def _extract_zip(path: Path, dest: Path, label: str) -> str:
                     target.mkdir(mode=0o700, parents=True, exist_ok=True)
                     continue
                 target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with zf.open(info) as src, os.fdopen(fd, "wb") as out:
+                with zf.open(info) as src, open_private(target, "wb", exclusive=True) as out:
                     shutil.copyfileobj(src, out, _CHUNK)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as exc:
         raise AsrModelError(f"{label}: unreadable zip ({exc}); copy or download it again") from exc
@@ -220,13 +220,8 @@ def _check_member(name: str, label: str) -> None:
 # --- installing -------------------------------------------------------------------------
 
 
-def _private_dirs(*dirs: Path) -> None:
-    for d in dirs:
-        d.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(d, 0o700)
-
-
 def _make_private(tree: Path) -> None:
+    # A folder copied from a USB stick keeps the stick's modes: tighten them all.
     for dirpath, _dirs, filenames in os.walk(tree):
         os.chmod(dirpath, 0o700)
         for f in filenames:

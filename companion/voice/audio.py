@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from companion.errors import ConfigError
+from companion.files import open_private
 
 log = logging.getLogger(__name__)
 
@@ -85,15 +86,12 @@ def resample(pcm: bytes, rate: int, to: int = SAMPLE_RATE) -> bytes:
     return out.astype(np.int16).tobytes()
 
 
-def write_wav(
-    path: str | Path, pcm: bytes, rate: int = SAMPLE_RATE, mode: int | None = None
-) -> None:
+def write_wav(path: str | Path, pcm: bytes, rate: int = SAMPLE_RATE) -> None:
+    """16-bit mono WAV, created 0600 (recordings of a participant must not be readable by
+    others, whatever the umask)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if mode is not None:
-        path.touch(mode=mode)
-        path.chmod(mode)  # touch() honours umask; recordings must not be group-readable
-    with wave.open(str(path), "wb") as w:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open_private(path, "wb") as f, wave.open(f, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(SAMPLE_BYTES)
         w.setframerate(rate)

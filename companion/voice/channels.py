@@ -18,6 +18,7 @@ import numpy as np
 from companion.engine.dialogue import EndOfInput, Expectation, Heard
 from companion.engine.protocol import Protocol
 from companion.errors import ConfigError
+from companion.files import private_dir
 from companion.settings.config import VoiceConfig
 from companion.voice.audio import (
     AudioSink,
@@ -233,9 +234,9 @@ class VoiceChannel:
     def _keep(self, pcm: bytes, t0: datetime) -> str | None:
         if not self.settings.keep_audio or self.audio_dir is None:
             return None
-        self.audio_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(self.audio_dir)
         path = self.audio_dir / f"turn-{t0:%Y%m%d-%H%M%S}-{self._turns:03d}.wav"
-        write_wav(path, pcm, mode=0o600)
+        write_wav(path, pcm)
         return str(path)
 
     def close(self) -> None:

@@ -1,0 +1,36 @@
+"""The one emotion-family map: complete, disjoint, and used by both of its readers."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from companion.emotions import EMOTIONS, FAMILIES, FAMILY_NAMES, family_of
+from companion.engine.acknowledge import FEELING_WORDS, NAMED, acknowledgement
+from companion.model.personalize import FAMILY_OF
+
+
+def test_every_emotion_is_in_exactly_one_family() -> None:
+    members = [e for group in FAMILIES.values() for e in group]
+    assert sorted(members) == sorted(EMOTIONS)
+    assert len(members) == len(set(members))
+
+
+def test_acknowledgements_and_the_preference_model_share_the_families() -> None:
+    assert set(NAMED) == set(FAMILIES)
+    for i, emotion in enumerate(EMOTIONS):
+        assert FAMILY_NAMES[int(FAMILY_OF[i])] == family_of(emotion)
+
+
+def test_a_confident_feeling_is_named_with_its_familys_phrasing() -> None:
+    for emotion in EMOTIONS:
+        probs = dict.fromkeys(EMOTIONS, 0.0) | {emotion: 0.9}
+        phrase = acknowledgement(probs, set(), random.Random(0))
+        assert FEELING_WORDS[emotion] in phrase, (emotion, phrase)
+        family = family_of(emotion)
+        assert family is not None
+        templates = [t.split("{feeling}")[0] for t in NAMED[family]]
+        assert any(phrase.startswith(t.replace(" a ", " an ")) or phrase.startswith(t)
+                   for t in templates), (emotion, phrase)  # fmt: skip
+    assert np.unique(FAMILY_OF).size == len(FAMILIES)
