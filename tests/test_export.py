@@ -226,6 +226,7 @@ def hashes(folder: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow  # a study, two exports and a report
 def test_export_and_report_leave_an_idle_home_untouched(tmp_path):
     opened = make_home(tmp_path / "h", "P1", "Ada")
     fill_study(opened, 3, seed=2)

@@ -47,6 +47,7 @@ def png_ok(data: bytes) -> tuple[int, int]:
     return size
 
 
+@pytest.mark.slow  # a merged three-home study
 def test_report_on_merged_study(merged, tmp_path):
     homes, study = merged
     out = tmp_path / "rep"
@@ -106,7 +107,10 @@ def custom(tmp_path_factory):
     return homes, study
 
 
-@pytest.mark.parametrize("where", ["home", "merged"])
+@pytest.mark.parametrize(
+    "where",
+    ["home", pytest.param("merged", marks=pytest.mark.slow)],  # slow: a second report
+)
 def test_report_plots_a_custom_protocol(custom, tmp_path, where):
     homes, study = custom
     db = study if where == "merged" else homes[0].home.db_path
@@ -148,6 +152,7 @@ def test_empty_axes_have_no_drawn_lines(tmp_path):
     assert drawn_lines(tmp_path / "empty.png") == 0
 
 
+@pytest.mark.slow  # builds and plots a study
 def test_report_without_recorded_protocol_uses_default_roles(tmp_path):
     homes, _ = build_study(tmp_path, homes=1, days=3, record=False)
     out = tmp_path / "rep"

@@ -80,6 +80,27 @@ def snapshot(root: Path) -> dict[str, tuple[int, int]]:
 
 
 @pytest.mark.parametrize(("key", "value"), BAD_VOICE, ids=[f"{k}={v}" for k, v in BAD_VOICE])
+def test_bad_voice_value_is_refused_at_load_and_by_doctor(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    """Every bad value, through the one loader that init, doctor, session and run call."""
+    home = home_with_config(tmp_path, f'participant_id = "P1"\n\n[voice]\n{key} = {value}\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(Home(home))
+    message = str(caught.value)
+    assert "\n" not in message and str(home / "config.toml") in message
+    assert f"voice.{key}" in message
+    (finding,) = run_checks(Home(home), probes=Probes())
+    assert (finding.check, finding.status, finding.detail) == ("config", "fail", message)
+
+
+# The reported bug's own values, through the real commands (the CLI path is the same for all).
+CLI_BAD_VOICE = BAD_VOICE[:3]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), CLI_BAD_VOICE, ids=[f"{k}={v}" for k, v in CLI_BAD_VOICE]
+)
 def test_bad_voice_value_is_refused_by_init_doctor_and_run(
     tmp_path: Path, key: str, value: str
 ) -> None:
@@ -391,6 +412,7 @@ def installed_ko(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
+@pytest.mark.slow  # installs and loads a real vosk model
 @pytest.mark.vosk
 def test_doctor_reports_the_installed_vosk_model_the_service_loads(installed_ko, monkeypatch):
     monkeypatch.delenv("COMPANION_VOSK_MODEL", raising=False)

@@ -15,6 +15,8 @@ from companion.voice.listen import PocketsphinxFactory
 from companion.voice.speak import Speaker, SpeakerSettings, split_sentences
 from tests.helpers.speech import ANSWER_VOCAB, pad
 
+pytestmark = pytest.mark.slow  # real espeak-ng rendering, recognised back
+
 PANGRAM = "The quick brown fox jumps over the lazy dog near the quiet river bank."
 
 

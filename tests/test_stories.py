@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from companion import app
 from companion.emotions import EMOTIONS
-from companion.engine.stories import bundled_stories
+from companion.engine.stories import bundled_stories, import_file
+from companion.errors import StoryImportError
 from tests.helpers.run import run_cli
 
 STORY_TEXT = " ".join(["This is a short test story about a walk by the sea."] * 4)
@@ -66,13 +68,25 @@ def test_import_jsonl_and_csv_skips_duplicates(tmp_path: Path) -> None:
     ],
 )  # fmt: skip
 def test_bad_story_files(tmp_path: Path, name: str, content: str, where: str) -> None:
-    home = tmp_path / "home"
+    """Each malformed file: one line naming the file and line, and nothing imported."""
+    opened = app.open_home(tmp_path / "home")
     file = tmp_path / name
     file.write_text(content)
+    with pytest.raises(StoryImportError) as caught:
+        import_file(opened.db, file)
+    line = str(caught.value)
+    assert "\n" not in line and str(file) in line and where in line, line
+    assert opened.db["stories"].count == len(bundled_stories())  # nothing partially imported
+
+
+def test_bad_story_file_through_the_cli(tmp_path: Path) -> None:
+    """The command turns the named error into one stderr line and exit code 2."""
+    home = tmp_path / "home"
+    file = tmp_path / "row.csv"
+    file.write_text(f'title,text\n"A","{STORY_TEXT}"\n"B"\n')
     proc = run_cli("stories", "import", "--home", str(home), str(file))
     assert proc.returncode == 2, proc.stdout
     line = proc.stderr.strip()
-    assert "\n" not in line and where in line, line
-    # nothing partially imported
+    assert "\n" not in line and "row.csv:3: text" in line, line
     listing = run_cli("stories", "list", "--home", str(home)).stdout.splitlines()
     assert len(listing) == len(bundled_stories())

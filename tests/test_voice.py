@@ -137,6 +137,7 @@ def test_replay_channel(sphinx, tmp_path) -> None:
     ch.close()
 
 
+@pytest.mark.slow  # a whole synthesised conversation
 def test_synthesized_participant(sphinx) -> None:
     answers = iter(["four", "Yesterday I went to the park with my sister.", None])
     prompts: list[str] = []
