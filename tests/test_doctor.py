@@ -135,3 +135,19 @@ def test_cli_exit_codes_and_json(device):
     lines = done.stdout.splitlines()
     assert any(line.startswith("fail permissions:") for line in lines)
     assert all(re.match(r"^(ok|warn|fail) +[a-z-]+: ", line) for line in lines)
+
+
+def test_a_database_not_yet_migrated_is_a_warning(tmp_path):
+    """Right after a package update, before the service restarts: not broken, not current."""
+    import sqlite_utils
+
+    from companion.settings.config import Home
+    from companion.store.db import migrate
+    from companion.store.migrations import SCHEMA_VERSION
+
+    home = Home(tmp_path / "h").ensure()
+    old = sqlite_utils.Database(home.db_path)
+    migrate(old, target=SCHEMA_VERSION - 1)
+    old.close()
+    (finding,) = [f for f in run_checks(home, probes=HEALTHY) if f.check == "database"]
+    assert finding.status == "warn" and f"schema v{SCHEMA_VERSION - 1}" in finding.detail

@@ -245,3 +245,22 @@ def test_a_session_records_the_protocol_it_ran_under(home: Path) -> None:
     assert stored and all(item in asked[inst] for inst, item in stored)
     run_text_session(home, SCRIPT)  # a second session under the same protocol adds no row
     assert db.execute("SELECT COUNT(*) FROM protocols").fetchone()[0] == 1
+
+
+def test_an_edited_protocol_under_the_same_version_is_flagged(home: Path, tmp_path: Path) -> None:
+    """Researchers must bump the version when they change wording; the device says so."""
+    import dataclasses
+
+    from companion.engine.protocol import default_protocol_text
+    from companion.settings.config import Home, load_config, write_config
+
+    run_text_session(home, SCRIPT)
+    edited = tmp_path / "edited.toml"
+    edited.write_text(default_protocol_text().replace('id = "mood"', 'id = "wellbeing"'))
+    config = load_config(Home(home))
+    write_config(Home(home), dataclasses.replace(config, protocol=str(edited)))
+    result, _, db = run_text_session(home, SCRIPT)
+    assert result.status == "completed"  # the participant's session is not held up
+    (detail,) = db.execute("SELECT detail FROM events WHERE kind = 'protocol_changed'").fetchone()
+    assert "new [protocol] version" in detail
+    assert db.execute("SELECT COUNT(*) FROM protocols").fetchone()[0] == 1

@@ -15,7 +15,7 @@ import sqlite_utils
 
 from companion.clock import iso
 from companion.engine.protocol import Protocol
-from companion.store.db import transaction
+from companion.store.db import log_event, transaction
 
 
 def instrument_entries(protocol: Protocol) -> list[dict[str, Any]]:
@@ -49,8 +49,14 @@ def protocol_definition(protocol: Protocol) -> dict[str, Any]:
     return {"condition": protocol.condition, "instruments": instrument_entries(protocol)}
 
 
-def record_protocol(db: sqlite_utils.Database, protocol: Protocol, at: datetime) -> None:
-    """Record `protocol` the first time a session runs under it (later calls change nothing)."""
+def record_protocol(db: sqlite_utils.Database, protocol: Protocol, at: datetime) -> bool:
+    """Record `protocol` the first time a session runs under it (later calls change nothing).
+
+    Returns False when a different definition is already recorded under the same id and
+    version: the protocol file was edited without a new version, so the codebook and report
+    would describe the old wording. That is logged as a warning for the researchers; the
+    participant's session goes ahead.
+    """
     definition = json.dumps(protocol_definition(protocol), ensure_ascii=False)
     with transaction(db):
         db.execute(
@@ -58,3 +64,13 @@ def record_protocol(db: sqlite_utils.Database, protocol: Protocol, at: datetime)
             "VALUES (?, ?, ?, ?, ?)",
             [protocol.id, protocol.version, protocol.title, definition, iso(at)],
         )
+        row = db.execute(
+            "SELECT definition FROM protocols WHERE id = ? AND version = ?",
+            [protocol.id, protocol.version],
+        ).fetchone()
+    if row[0] == definition:
+        return True
+    log_event(db, "protocol_changed", f"{protocol.id} v{protocol.version} ({protocol.source}) "
+              "differs from the recorded one; give the edited protocol a new [protocol] version",
+              level="warning", at=at)  # fmt: skip
+    return False

@@ -27,6 +27,7 @@ from companion.clock import clock_problem, iso, utc_now
 from companion.engine.protocol import load_protocol
 from companion.errors import CompanionError
 from companion.settings.config import Config, Home, load_config
+from companion.store.migrations import SCHEMA_VERSION
 from companion.store.queries import last_event_at
 from companion.store.readonly import ReadOnly
 
@@ -191,6 +192,9 @@ def check_database(home: Home) -> Finding:
         return Finding("database", "fail", f"{home.db_path}: {exc}; restore a backup")
     if rows != ["ok"]:
         return Finding("database", "fail", f"integrity check: {'; '.join(rows[:3])}")
+    if version is not None and version < SCHEMA_VERSION:  # just updated: not migrated yet
+        detail = f"integrity ok, schema v{version}; the service migrates it to v{SCHEMA_VERSION}"
+        return Finding("database", "warn", detail + " when it starts (or companion init)")
     return Finding("database", "ok", f"integrity ok, schema v{version}")
 
 
