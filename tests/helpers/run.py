@@ -54,3 +54,26 @@ def run_text_session(home: Path, replies: list[str], kind: str | None = None):
     channel = TextChannel(io.StringIO(answering_lines(replies)), out)
     result = app.run_in_home(opened, channel, kind=kind)
     return result, out.getvalue(), opened.db
+
+
+def one_error_line(proc, *needles: str) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def home_with_config(tmp_path: Path, text: str) -> Path:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.toml").write_text(text)
+    os.chmod(home / "config.toml", 0o600)
+    return home
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size)
+        for p in sorted(root.rglob("*"))
+    }
