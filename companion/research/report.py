@@ -358,8 +358,25 @@ img{{max-width:100%}}figure{{margin:1em 0}}</style></head><body>
 """
 
 
+# A clone is set up by deploy/setup.sh into .venv; the plots need the `research` extra.
+INSTALL_RESEARCH = ".venv/bin/python -m pip install -e '.[research]'"
+
+
+def require_matplotlib() -> None:
+    """Refuse with one line, before reading or writing anything, when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        why = (str(exc).splitlines() or ["not importable"])[0]  # numpy's errors run to pages
+        raise ReportError(
+            f"the report needs matplotlib, the research extra ({why}); "
+            f"install it from the clone with: {INSTALL_RESEARCH}"
+        ) from exc
+
+
 def write_report(db_path: Path, out: Path) -> Path:
     """Write report.html and its PNGs into `out`; the database is only read."""
+    require_matplotlib()
     data = load(db_path)
     if not data.sessions:
         raise ReportError(f"{db_path}: no sessions yet; nothing to report")
