@@ -8,6 +8,7 @@ import re
 import stat
 import struct
 import zlib
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -169,8 +170,15 @@ def test_report_for_one_home_counts_days(merged, tmp_path):
     page = write_report(homes[0].home.db_path, tmp_path / "one").read_text()
     (row,) = re.findall(r"<tr><td>P001</td>(.*?)</tr>", page)
     cells = re.findall(r"<td>([^<]*)</td>", row)
-    days, held, interrupted, missed = map(int, cells[:4])
-    assert days == held + interrupted + missed == 5
+    table = dict(zip(re.findall(r"<th>([^<]*)</th>", page)[1:], cells, strict=True))
+    days, held, interrupted, missed, none = (
+        int(table[f"days {n}"]) for n in ("observed", "held", "interrupted", "missed", "no record")
+    )
+    sessions = homes[0].db.execute("SELECT COUNT(*) FROM sessions WHERE status = 'completed'")
+    assert int(table["sessions completed"]) == sessions.fetchone()[0]
+    dates = homes[0].db.execute("SELECT MIN(local_date), MAX(local_date) FROM sessions")
+    first, last = map(date.fromisoformat, dates.fetchone())
+    assert days == held + interrupted + missed + none == (last - first).days + 1
     completed = (
         homes[0]
         .db.execute("SELECT COUNT(DISTINCT local_date) FROM sessions WHERE status = 'completed'")
