@@ -8,6 +8,7 @@ import re
 import stat
 import struct
 import zlib
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -169,8 +170,15 @@ def test_report_for_one_home_counts_days(merged, tmp_path):
     page = write_report(homes[0].home.db_path, tmp_path / "one").read_text()
     (row,) = re.findall(r"<tr><td>P001</td>(.*?)</tr>", page)
     cells = re.findall(r"<td>([^<]*)</td>", row)
-    days, held, interrupted, missed = map(int, cells[:4])
-    assert days == held + interrupted + missed == 5
+    table = dict(zip(re.findall(r"<th>([^<]*)</th>", page)[1:], cells, strict=True))
+    days, held, interrupted, missed, none = (
+        int(table[f"days {n}"]) for n in ("observed", "held", "interrupted", "missed", "no record")
+    )
+    sessions = homes[0].db.execute("SELECT COUNT(*) FROM sessions WHERE status = 'completed'")
+    assert int(table["sessions completed"]) == sessions.fetchone()[0]
+    dates = homes[0].db.execute("SELECT MIN(local_date), MAX(local_date) FROM sessions")
+    first, last = map(date.fromisoformat, dates.fetchone())
+    assert days == held + interrupted + missed + none == (last - first).days + 1
     completed = (
         homes[0]
         .db.execute("SELECT COUNT(DISTINCT local_date) FROM sessions WHERE status = 'completed'")
@@ -195,3 +203,48 @@ def test_report_refuses_empty_database(tmp_path):
     opened = make_home(tmp_path / "h", "P1", "Ada")
     with pytest.raises(ReportError, match="no sessions yet"):
         write_report(opened.home.db_path, tmp_path / "out")
+
+
+# Makes `import matplotlib` fail as in a base install without the research extra.
+NO_MATPLOTLIB = """
+import sys
+
+
+class _NoMatplotlib:
+    def find_spec(self, name, path=None, target=None):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NoMatplotlib())
+"""
+
+
+def test_report_without_matplotlib_says_which_extra(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.helpers.run import REPO, one_error_line
+    from tests.helpers.study import fill_study, make_home
+
+    opened = make_home(tmp_path / "h", "P1", "Ada")
+    fill_study(opened, 1, seed=1)
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(NO_MATPLOTLIB)
+    env = {k: v for k, v in os.environ.items() if k != "COMPANION_HOME"}
+    env["PYTHONPATH"] = str(shim)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                              cwd=REPO, timeout=120)  # fmt: skip
+
+    probe = run("-c", "import matplotlib")
+    assert probe.returncode == 1 and "No module named 'matplotlib'" in probe.stderr
+    out = tmp_path / "rep"
+    done = run("-m", "companion", "report", "--home", str(opened.home.path), "--out", str(out))
+    assert done.returncode == 2 and done.stdout == ""
+    one_error_line(done, "companion: error: the report needs matplotlib",
+                   ".venv/bin/python -m pip install -e '.[research]'")  # fmt: skip
+    assert not out.exists()

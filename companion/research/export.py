@@ -29,7 +29,7 @@ from companion.clock import iso, utc_now
 from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
 from companion.files import open_private, private_dir, write_private
-from companion.research import codebook
+from companion.research import cells, codebook
 from companion.research.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
 from companion.settings.config import Config, Home, load_config
 from companion.store import schema
@@ -40,7 +40,9 @@ log = logging.getLogger(__name__)
 
 DEVICE_ID_NAME = "device_id"
 MANIFEST = "manifest.json"
-MANIFEST_FORMAT = 1
+# 2: CSV text cells are neutralised (companion.research.cells); merge reads 1 and 2.
+MANIFEST_FORMAT = 2
+READABLE_FORMATS = (1, 2)
 TABLES = schema.EXPORTED
 FREE_TEXT = {("self_reports", "raw_answer"), ("self_reports", "value_text"), ("events", "detail")}
 Progress = Callable[[int], None]
@@ -222,10 +224,11 @@ def _write_table(path: Path, fmt: str, columns: list[str], rows: Iterator[dict[s
     # newline="": the csv module writes its own line endings, also inside quoted fields.
     with open_private(path, "wb") as raw, io.TextIOWrapper(raw, "utf-8", newline="") as f:
         if fmt == "csv":
-            writer = csv.writer(f, lineterminator="\n")
+            # CRLF (RFC 4180): Python 3.11 quotes a cell holding CR only if CR ends rows.
+            writer = csv.writer(f, lineterminator="\r\n")
             writer.writerow(columns)
             for row in rows:
-                writer.writerow(["" if row[c] is None else row[c] for c in columns])
+                writer.writerow([cells.neutralise(row[c]) for c in columns])
                 n += 1
         else:
             for row in rows:
@@ -322,6 +325,7 @@ def _export(
             transform.pid(pid)  # learn every id first so free text can be rewritten
     rows, exported = _write_tables(db, out, options, transform, config.participant_id, progress)
     protocols, notes = _protocols(protocol, db)
+    notes.insert(0, cells.FORMAT_NOTES[options.format])
     for table in TABLES:
         if table not in rows:
             notes.append(
@@ -380,7 +384,7 @@ def read_manifest(export_dir: Path, verify: bool = True) -> dict[str, Any]:
         raise ExportError(f"{path}: no manifest; is this a companion export?") from None
     except (OSError, ValueError) as exc:
         raise ExportError(f"{path}: unreadable manifest ({exc})") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+    if not isinstance(manifest, dict) or manifest.get("format") not in READABLE_FORMATS:
         raise ExportError(f"{path}: unknown manifest format; update companion")
     if verify:
         for name, meta in manifest["files"].items():

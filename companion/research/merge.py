@@ -16,7 +16,7 @@ import csv
 import json
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ import sqlite_utils
 from companion.clock import iso, utc_now
 from companion.errors import CompanionError
 from companion.files import open_private
+from companion.research.cells import restore
 from companion.research.export import read_manifest
 from companion.store.db import transaction
 from companion.store.schema import TABLES
@@ -94,7 +95,7 @@ def open_study(path: Path) -> sqlite_utils.Database:
 
 
 def _convert(table: str, column: str, value: Any) -> Any:
-    if value is None or value == "":
+    if value is None:
         return None
     col = TABLES[table].column(column)
     kind = col.type if col else "TEXT"
@@ -105,6 +106,10 @@ def _convert(table: str, column: str, value: Any) -> Any:
     return value
 
 
+def _format1_cell(value: str) -> str | None:
+    return value or None
+
+
 def read_table(export_dir: Path, manifest: dict[str, Any], table: str) -> Iterator[dict]:
     meta = manifest["tables"].get(table)
     if meta is None:
@@ -113,6 +118,11 @@ def read_table(export_dir: Path, manifest: dict[str, Any], table: str) -> Iterat
     for column in meta["columns"]:
         if TABLES[table].column(column) is None:
             raise MergeError(f"{path}: unknown column {column!r}; update companion")
+    # A CSV cell is text: format 2 exports neutralised formula-like cells (undone exactly here);
+    # format 1 wrote every value as stored, with an empty cell for NULL. JSONL is exact.
+    cell: Callable[[str], str | None] | None = None
+    if manifest["file_format"] == "csv":
+        cell = restore if manifest["format"] >= 2 else _format1_cell
     try:
         with path.open(encoding="utf-8", newline="") as f:
             if manifest["file_format"] == "csv":
@@ -120,6 +130,8 @@ def read_table(export_dir: Path, manifest: dict[str, Any], table: str) -> Iterat
             else:
                 reader = (json.loads(line) for line in f if line.strip())
             for n, raw in enumerate(reader, start=2):
+                if cell is not None:
+                    raw = {c: cell(v) if isinstance(v, str) else v for c, v in raw.items()}
                 try:
                     yield {c: _convert(table, c, raw[c]) for c in meta["columns"]}
                 except (KeyError, ValueError) as exc:

@@ -18,13 +18,14 @@ import logging
 import math
 import sqlite3
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date, datetime
 from pathlib import Path
 
 from companion.errors import CompanionError
 from companion.files import private_dir, write_private
 from companion.research.instruments import Panel, Recorded, Roles, choose_roles
+from companion.store import adherence as counting
 from companion.store.readonly import ReadOnly
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,7 @@ log = logging.getLogger(__name__)
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)  # fmt: skip
-HELD, INTERRUPTED, MISSED = 2, 1, 0
-COLOURS = {HELD: "#2e7d32", INTERRUPTED: "#f9a825", MISSED: "#c62828"}
+COLOURS = dict(zip(counting.DAY_STATES, ("#2e7d32", "#f9a825", "#c62828", "#cfd8dc"), strict=True))
 
 
 class ReportError(CompanionError):
@@ -138,18 +138,22 @@ def load(path: Path) -> StudyData:
     return StudyData(tuple(sessions), {(s, i, it): v for s, i, it, v in answers}, protocols)
 
 
-def adherence(data: StudyData) -> dict[str, list[int]]:
-    """Per participant, one code per study day: held, interrupted or missed (no session)."""
-    out = {}
-    for pid in data.participants:
-        mine = [s for s in data.sessions if s.participant == pid]
-        days = max(data.study_day(s) for s in mine)
-        grid = [MISSED] * days
-        for s in mine:
-            code = {"completed": HELD, "missed": MISSED}.get(s.status, INTERRUPTED)
-            grid[data.study_day(s) - 1] = max(grid[data.study_day(s) - 1], code)
-        out[pid] = grid
-    return out
+def _status_rows(data: StudyData, pid: str) -> list[tuple[str, date]]:
+    return [(s.status, s.local_date) for s in data.sessions if s.participant == pid]
+
+
+def adherence(data: StudyData) -> dict[str, list[str]]:
+    """Per participant, each study day's state, by the rules `companion status` uses too
+    (`companion.store.adherence`): held, interrupted, missed or no record."""
+    return {
+        pid: [state for _, state in counting.day_states(_status_rows(data, pid))]
+        for pid in data.participants
+    }
+
+
+def adherence_counts(data: StudyData) -> dict[str, counting.Adherence]:
+    """Per participant, the session and day counts `companion status` shows."""
+    return {pid: counting.adherence(_status_rows(data, pid)) for pid in data.participants}
 
 
 def empathy_values(data: StudyData, roles: Roles) -> dict[int, float]:
@@ -220,17 +224,18 @@ def plot_all(data: StudyData, out: Path, roles: Roles) -> dict[str, Path]:
     grid = adherence(data)
     width = max(len(g) for g in grid.values())
     fig, ax = plt.subplots(figsize=(8, 1.5 + 0.3 * len(grid)))
-    matrix = [g + [-1] * (width - len(g)) for g in grid.values()]
-    cmap = ListedColormap(["#ffffff", COLOURS[MISSED], COLOURS[INTERRUPTED], COLOURS[HELD]])
-    ax.imshow(matrix, aspect="auto", cmap=cmap, vmin=-1.5, vmax=2.5, interpolation="nearest")
+    states = list(COLOURS)  # colour index per day state; -1 pads shorter rows
+    matrix = [[states.index(d) for d in g] + [-1] * (width - len(g)) for g in grid.values()]
+    cmap = ListedColormap(["#ffffff", *COLOURS.values()])
+    ax.imshow(matrix, aspect="auto", cmap=cmap, vmin=-1.5, vmax=len(states) - 0.5,
+              interpolation="nearest")  # fmt: skip
     ax.set_yticks(range(len(grid)), list(grid))
     ax.set_xticks(range(0, width, max(1, width // 15)), [str(d + 1) for d in range(0, width,
                   max(1, width // 15))])  # fmt: skip
     ax.set_xlabel("study day")
     ax.set_title("Adherence", loc="left")
-    labels = {HELD: "held", INTERRUPTED: "interrupted", MISSED: "missed"}
-    fig.legend(handles=[Patch(color=COLOURS[c], label=labels[c]) for c in labels],
-               loc="upper right", ncol=3, fontsize=8, frameon=False)  # fmt: skip
+    fig.legend(handles=[Patch(color=c, label=state) for state, c in COLOURS.items()],
+               loc="upper right", ncol=4, fontsize=8, frameon=False)  # fmt: skip
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     plots["adherence"] = _png(fig, out / "adherence.png")
 
@@ -281,14 +286,17 @@ def condition_stats(data: StudyData, empathy: dict[int, float]) -> dict[str, Mea
     return {cond: mean_ci(v) for cond, v in values.items()}
 
 
+# The adherence table's columns: the names `status --json` uses, with spaces.
+SUMMARY = tuple(f.name for f in fields(counting.Adherence))
+
+
 def summary_rows(data: StudyData) -> list[list[str]]:
-    grid = adherence(data)
     rows = []
-    for pid in data.participants:
-        days = grid[pid]
-        held = days.count(HELD)
-        rows.append([pid, str(len(days)), str(held), str(days.count(INTERRUPTED)),
-                     str(days.count(MISSED)), f"{100 * held / len(days):.0f} %"])  # fmt: skip
+    for pid, counts in adherence_counts(data).items():
+        values = counts.as_dict()
+        rate = counts.day_rate
+        rows.append([pid, *(str(values[field]) for field in SUMMARY),
+                     "–" if rate is None else f"{100 * rate:.0f} %"])  # fmt: skip
     return rows
 
 
@@ -320,7 +328,7 @@ def render_html(data: StudyData, plots: dict[str, Path], source: Path, roles: Ro
         encoded = base64.b64encode(plots[key].read_bytes()).decode()
         return f'<figure><img alt="{alt}" src="data:image/png;base64,{encoded}"></figure>'
 
-    head = ["participant", "study days", "held", "interrupted", "missed", "adherence"]
+    head = ["participant", *(f.replace("_", " ") for f in SUMMARY), "day adherence"]
     table = "".join(
         "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
         for row in summary_rows(data)
@@ -337,10 +345,11 @@ table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;padding:.2em .6em;
 img{{max-width:100%}}figure{{margin:1em 0}}</style></head><body>
 <h1>Companion study report</h1>
 <p>Source: {html.escape(str(source))}; {len(data.participants)} participants,
-{len(data.sessions)} sessions. Missed = a study day without a held session.</p>
+{len(data.sessions)} sessions.</p>
 <h2>Instruments</h2>
 {_instruments_html(roles)}
 <h2>Adherence</h2>
+<p>{html.escape(counting.RULES)}</p>
 <table><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr>{table}</table>
 {img("adherence", "adherence calendar")}
 <h2>Mood and empathy over the study</h2>
@@ -358,8 +367,25 @@ img{{max-width:100%}}figure{{margin:1em 0}}</style></head><body>
 """
 
 
+# A clone is set up by deploy/setup.sh into .venv; the plots need the `research` extra.
+INSTALL_RESEARCH = ".venv/bin/python -m pip install -e '.[research]'"
+
+
+def require_matplotlib() -> None:
+    """Refuse with one line, before reading or writing anything, when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as exc:
+        why = (str(exc).splitlines() or ["not importable"])[0]  # numpy's errors run to pages
+        raise ReportError(
+            f"the report needs matplotlib, the research extra ({why}); "
+            f"install it from the clone with: {INSTALL_RESEARCH}"
+        ) from exc
+
+
 def write_report(db_path: Path, out: Path) -> Path:
     """Write report.html and its PNGs into `out`; the database is only read."""
+    require_matplotlib()
     data = load(db_path)
     if not data.sessions:
         raise ReportError(f"{db_path}: no sessions yet; nothing to report")

@@ -15,6 +15,7 @@ from companion.clock import utc_now
 from companion.engine.context import Opened
 from companion.service import schedule, slots
 from companion.store import queries
+from companion.store.adherence import adherence as count_adherence
 
 
 @dataclass(frozen=True)
@@ -86,22 +87,32 @@ def compute_status(
         "WHERE participant_id = ? AND status != 'missed' ORDER BY started_at DESC LIMIT 1",
         [person.id],
     ).fetchone()
-    counts = dict(
-        db.execute(
-            "SELECT status, COUNT(*) FROM sessions WHERE participant_id = ? GROUP BY status",
-            [person.id],
-        ).fetchall()
-    )
+    rows = db.execute(
+        "SELECT status, local_date FROM sessions WHERE participant_id = ?", [person.id]
+    ).fetchall()
+    counted = count_adherence(rows)  # the report counts with the same function
     reasons = db.execute(
         "SELECT reason, COUNT(*) FROM sessions WHERE participant_id = ? AND status = 'missed' "
         "GROUP BY reason",
         [person.id],
     ).fetchall()
+    # Sessions no invitation led to: started by hand (Enter, `companion session`).
+    unscheduled = db.execute(
+        "SELECT COUNT(*) FROM sessions s WHERE participant_id = ? AND status != 'missed' AND "
+        "NOT EXISTS (SELECT 1 FROM invitations i WHERE i.session_id = s.id)",
+        [person.id],
+    ).fetchone()[0]
+    ended = sum(1 for s in planned if s.end <= now)
     adherence = {
-        "intended_so_far": sum(1 for s in planned if s.end <= now),
-        "held": counts.get("completed", 0),
-        "interrupted": counts.get("interrupted", 0) + counts.get("aborted", 0),
-        "missed": counts.get("missed", 0),
+        "scheduled_slots_ended": ended,
+        "sessions_unscheduled": unscheduled,
+        **counted.as_dict(),
+        **{f"sessions_missed_{reason}": n for reason, n in reasons},
+        # The keys of earlier versions, unchanged (they count sessions; see README).
+        "intended_so_far": ended,
+        "held": counted.sessions_completed,
+        "interrupted": counted.sessions_interrupted,
+        "missed": counted.sessions_missed,
         **{f"missed_{reason}": n for reason, n in reasons},
     }
     warnings = [w for w in (clock.clock_problem(now, queries.last_event_at(db)), audio()) if w]
@@ -131,6 +142,20 @@ def format_status(st: Status) -> str:
     if st.last_session:
         s = st.last_session
         lines.append(f"last session: #{s['id']} {s['kind']} {s['status']} at {s['started_at']}")
-    lines.append("adherence: " + ", ".join(f"{k} {v}" for k, v in st.adherence.items()))
+    a = st.adherence
+    missed = ", ".join(f"{k.removeprefix('sessions_missed_')} {v}" for k, v in a.items()
+                       if k.startswith("sessions_missed_"))  # fmt: skip
+    lines.append(
+        f"sessions: completed {a['sessions_completed']}, interrupted "
+        f"{a['sessions_interrupted']}, missed {a['sessions_missed']}"
+        + (f" ({missed})" if missed else "")
+        + f", running {a['sessions_running']}; {a['sessions_unscheduled']} held outside the "
+        f"schedule; {a['scheduled_slots_ended']} scheduled windows ended so far"
+    )
+    lines.append(
+        f"study days: {a['days_observed']} from the first session to the last: held "
+        f"{a['days_held']}, interrupted {a['days_interrupted']}, missed {a['days_missed']}, "
+        f"no record {a['days_no_record']}"
+    )
     lines += [f"warning: {w}" for w in st.warnings]
     return "\n".join(lines)
