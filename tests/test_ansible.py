@@ -62,6 +62,7 @@ def fleet(tmp_path_factory):
     return root, inventory, hosts
 
 
+@pytest.mark.slow  # ansible-core
 def test_all_playbooks_parse(fleet):
     _, inventory, _ = fleet
     names = ["provision.yml", "update.yml", "health.yml", "collect.yml", "wipe.yml"]

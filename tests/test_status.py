@@ -6,6 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 import time_machine
 
 from companion import app
@@ -100,6 +101,7 @@ def report_table(home: Path, out: Path) -> dict[str, int]:
             if c.isdigit()}  # fmt: skip
 
 
+@pytest.mark.slow  # a scheduled study, status and a report
 def test_status_and_report_count_the_same_home_alike(tmp_path: Path) -> None:
     """Sessions and days, held, interrupted and missed, scheduled and by hand: the numbers of
     `status --json` are the report's table, column for column."""
