@@ -17,14 +17,14 @@ from companion.engine.context import Opened
 from companion.engine.dialogue import Channel
 from companion.engine.match import LexicalMatcher
 from companion.engine.protocol import load_protocol
-from companion.engine.session import Participant, SessionResult, StoryChooser, run_session
+from companion.engine.session import SessionResult, StoryChooser, run_session
 from companion.engine.simulate import PrintingChannel, SimulatedChannel, SimulatedParticipant
 from companion.engine.stories import ensure_bank
 from companion.errors import CompanionError
-from companion.research.export import device_id
 from companion.settings.config import (
     Config,
     Home,
+    device_id,
     load_config,
     resolve_home,
     with_options,
@@ -120,15 +120,11 @@ def prepare_bank(opened: Opened) -> int:
     return len(bank_encodings(opened.db, chooser.encoder, stories)[0]) if stories else 0
 
 
-def participant_of(opened: Opened) -> Participant:
-    return opened.participant
-
-
 def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> SessionResult:
     chooser = story_chooser(opened)
     with session_lock(opened.home):
         return run_session(
-            opened.db, opened.protocol, channel, participant_of(opened), chooser, kind=kind
+            opened.db, opened.protocol, channel, opened.participant, chooser, kind=kind
         )
 
 

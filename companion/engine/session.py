@@ -185,9 +185,12 @@ class SessionRun:
         return heard
 
     def prompt(self, key: str, **values: str) -> str:
-        # A placeholder that does not apply to this prompt reads as nothing, never a crash.
-        fields = _Blank(name=self.participant.name, **values)
-        return self.protocol.prompts[key].format_map(fields)
+        return self.fill(self.protocol.prompts[key], **values)
+
+    def fill(self, template: str, **values: str) -> str:
+        """A protocol template (prompt or follow-up) with {name} and `values` filled in."""
+        # A placeholder that does not apply to this template reads as nothing, never a crash.
+        return template.format_map(_Blank(name=self.participant.name, **values))
 
     # -- steps -------------------------------------------------------------------------
     def ask(self, instrument: Instrument, item: Item) -> None:
@@ -289,12 +292,7 @@ class SessionRun:
         follow_ups = self.protocol.follow_ups
         for n in range(self.protocol.follow_up_turns):
             ack = self.acknowledge(" ".join(parts))
-            # Follow-ups are templates like prompts: {name} is filled in.
-            question = (
-                follow_ups[n % len(follow_ups)].format_map(_Blank(name=self.participant.name))
-                if follow_ups
-                else ""
-            )
+            question = self.fill(follow_ups[n % len(follow_ups)]) if follow_ups else ""
             self.say(f"{ack} {question}".strip(), "follow_up")
             if not follow_ups:
                 break

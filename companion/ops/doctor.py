@@ -2,13 +2,11 @@
 
 Everything the machine decides (free space, audio devices, sockets, clock,
 systemd) comes through `Probes`, so tests plant faults without root or hardware.
-Modules other engineers are still building (encoder, ASR models) are probed
-through importlib and never assumed to exist.
+It reads the home and never writes to it; heavy modules load only in the check needing them.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import json
 import logging
@@ -26,7 +24,9 @@ from typing import Any
 from companion.clock import clock_problem, iso, utc_now
 from companion.engine.protocol import load_protocol
 from companion.errors import CompanionError
+from companion.files import free_bytes
 from companion.settings.config import Config, Home, load_config
+from companion.store.db import schema_version
 from companion.store.migrations import SCHEMA_VERSION
 from companion.store.queries import last_event_at
 from companion.store.readonly import ReadOnly
@@ -50,10 +50,6 @@ class Finding:
 
     def as_dict(self) -> dict[str, str]:
         return {"check": self.check, "status": self.status, "detail": self.detail}
-
-
-def _free_bytes(path: Path) -> int:
-    return shutil.disk_usage(path).free
 
 
 def _audio_devices() -> list[dict[str, Any]]:
@@ -122,15 +118,14 @@ def check_models(home: Home, config: Config) -> list[Finding]:
         path = Path(config.model).expanduser()
         out.append(_sidecar_ok(path if path.is_absolute() else home.path / path))
     else:
+        from companion.model import encode
+
         try:
-            encode = importlib.import_module("companion.model.encode")
             folder = encode.default_model_dir()
             newest = max(folder.glob(encode.MODEL_GLOB), key=encode._version_key)
             out.append(_sidecar_ok(newest))
         except CompanionError as exc:
             out.append(Finding("encoder-model", "fail", str(exc)))
-        except (ImportError, AttributeError, ValueError) as exc:
-            out.append(Finding("encoder-model", "warn", f"encoder not available ({exc})"))
     out.append(_asr_finding(home, config))
     return out
 
@@ -172,7 +167,7 @@ def check_clock(home: Home, probes: Probes) -> Finding:
 def check_disk(home: Home, probes: Probes) -> Finding:
     # A home not made yet: the disk it will be made on.
     where = next(p for p in (home.path, *home.path.parents) if p.exists())
-    free = (probes.free_bytes or _free_bytes)(where)
+    free = (probes.free_bytes or free_bytes)(where)
     text = f"{free / 1024**2:.0f} MB free at {where}"
     if free < FAIL_FREE_BYTES:
         return Finding("disk", "fail", text + "; free space before the next session")
@@ -185,14 +180,12 @@ def check_database(home: Home) -> Finding:
     try:
         with ReadOnly(home.db_path) as reader:
             rows = [r[0] for r in reader.conn.execute("PRAGMA integrity_check").fetchall()]
-            version = reader.conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[
-                0
-            ]
+            version = schema_version(reader.db)
     except sqlite3.DatabaseError as exc:
         return Finding("database", "fail", f"{home.db_path}: {exc}; restore a backup")
     if rows != ["ok"]:
         return Finding("database", "fail", f"integrity check: {'; '.join(rows[:3])}")
-    if version is not None and version < SCHEMA_VERSION:  # just updated: not migrated yet
+    if version < SCHEMA_VERSION:  # just updated: not migrated yet
         detail = f"integrity ok, schema v{version}; the service migrates it to v{SCHEMA_VERSION}"
         return Finding("database", "warn", detail + " when it starts (or companion init)")
     return Finding("database", "ok", f"integrity ok, schema v{version}")

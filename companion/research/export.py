@@ -13,7 +13,6 @@ import csv
 import io
 import json
 import logging
-import secrets
 import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,14 +30,13 @@ from companion.errors import CompanionError
 from companion.files import open_private, private_dir, write_private
 from companion.research import cells, codebook
 from companion.research.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
-from companion.settings.config import Config, Home, load_config
+from companion.settings.config import Config, Home, device_id, load_config
 from companion.store import schema
 from companion.store.db import schema_version
 from companion.store.readonly import ReadOnly
 
 log = logging.getLogger(__name__)
 
-DEVICE_ID_NAME = "device_id"
 MANIFEST = "manifest.json"
 # 2: CSV text cells are neutralised (companion.research.cells); merge reads 1 and 2.
 MANIFEST_FORMAT = 2
@@ -72,21 +70,6 @@ class ExportResult:
     rows: dict[str, int]
     files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
     total_bytes: int = 0
-
-
-def device_id(home: Home) -> str:
-    """This device's id: generated once and kept in HOME/device_id (0600)."""
-    path = home.path / DEVICE_ID_NAME
-    if not path.exists():
-        try:
-            with open_private(path, exclusive=True) as out:
-                out.write(f"dev-{secrets.token_hex(6)}\n")
-        except FileExistsError:
-            pass  # another export created it a moment ago
-    value = path.read_text("utf-8").strip()
-    if not value:
-        raise ExportError(f"{path}: empty device id; delete the file to generate a new one")
-    return value
 
 
 def count_rows(db: sqlite_utils.Database, options: ExportOptions) -> int:

@@ -1,8 +1,8 @@
 """`companion run`: the always-on service that invites the participant every study day.
 
 Nothing is restored from a job store: on every start the plan is recomputed from the
-protocol's [schedule] and the database (sessions held, `missed` rows, `invitation`
-events), so a reboot or crash can neither lose a session nor hold one twice.
+protocol's [schedule] and the database (sessions held, `missed` rows, the `invitations`
+table), so a reboot or crash can neither lose a session nor hold one twice.
 All plan jobs run one at a time on a single worker; the heartbeat job, the only
 thing that pings systemd's watchdog, runs on its own worker.
 """

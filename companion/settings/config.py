@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import tomli_w
 
 from companion.errors import ConfigError
-from companion.files import private_dir, write_private
+from companion.files import open_private, private_dir, write_private
 from companion.settings.validate import Table, read_toml
 
 CONFIG_NAME = "config.toml"
 DB_NAME = "companion.db"
+DEVICE_ID_NAME = "device_id"
 PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 ASR_BACKENDS = ("auto", "vosk", "pocketsphinx")
 FRAME_SIZES = (10, 20, 30)  # the frame lengths webrtcvad accepts, in ms
@@ -226,6 +228,22 @@ def _timezone(t: Table, key: str, name: str) -> str:
 def _participant_id(t: Table, key: str, value: str) -> str:
     if not PARTICIPANT_ID.match(value):
         raise t.fail(key, f"{value!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    return value
+
+
+def device_id(home: Home) -> str:
+    """This device's id, for exports and merges: generated once, kept in HOME/device_id (0600).
+    `open_home` makes it, so reading commands (export) never have to write it."""
+    path = home.path / DEVICE_ID_NAME
+    if not path.exists():
+        try:
+            with open_private(path, exclusive=True) as out:
+                out.write(f"dev-{secrets.token_hex(6)}\n")
+        except FileExistsError:
+            pass  # another process created it a moment ago
+    value = path.read_text("utf-8").strip()
+    if not value:
+        raise ConfigError(f"{path}: empty device id; delete the file to generate a new one")
     return value
 
 

@@ -67,13 +67,11 @@ def db_label(db: sqlite_utils.Database) -> str:
     return row[2] or ":memory:"
 
 
-def open_db(path: Path, *, create: bool = True) -> sqlite_utils.Database:
+def open_db(path: Path) -> sqlite_utils.Database:
     """Open (and migrate) a study database with the durability settings below.
 
     To look without writing, use `store.readonly.ReadOnly` instead.
     """
-    if not create and not path.exists():
-        raise DatabaseError(f"{path}: no database here; check --home or run a session first")
     new = not path.exists()
     if new:
         with open_private(path, "wb", exclusive=True):
