@@ -48,7 +48,7 @@ def test_planted_details_never_appear(planted_home, tmp_path):
     with (out / "turns.csv").open(newline="") as f:
         stories = [r["text"] for r in csv.DictReader(f) if "fence" in r["text"]]
     (line,) = stories
-    for tag in ("[NAME]", "[DATE]", "[ADDRESS]", "[PHONE]", "[EMAIL]"):
+    for tag in ("[PERSON]", "[DATE]", "[ADDRESS]", "[PHONE]", "[EMAIL]"):
         assert tag in line
     assert "fix the fence" in line  # the rest of the story survives
 
@@ -110,3 +110,62 @@ def test_short_salt_refused(tmp_path):
 
     with pytest.raises(ConfigError, match="shorter than 16"):
         load_or_create_salt(salt)
+
+
+@pytest.fixture(scope="module")
+def ner_redactor():
+    from companion.research.ner import load_pipeline
+
+    return redactor_for(["Alex Morgan"], load_pipeline())
+
+
+@pytest.mark.parametrize(
+    ("text", "gone", "tag"),
+    [
+        ("My name is Zelda Quixote and I grew up by the sea.", "Zelda Quixote", "[PERSON]"),
+        ("my name is zelda and I like tea", "zelda", "[PERSON]"),
+        ("I phoned my friend Hannah Price about the party.", "Hannah Price", "[PERSON]"),
+        ("We asked Mr. Morgan next door for a ladder.", "Morgan", "[PERSON]"),
+        ("We drove from London to Manchester and then on to Leeds.", "Manchester", "[PLACE]"),
+        ("We drove from London to Manchester and then on to Leeds.", "Leeds", "[PLACE]"),
+        ("my number is five five five one two three four", "five one two", "[PHONE]"),
+        ("it's oh seven seven double oh nine one two three", "double oh", "[PHONE]"),
+        ("write to alex dot morgan at gmail dot com", "gmail dot com", "[EMAIL]"),
+        ("she was born on the third of march nineteen eighty two", "march", "[DATE]"),
+        ("we married on June the twenty-first", "June", "[DATE]"),
+        ("I am seventy four years old now", "seventy four", "[AGE]"),
+        ("my national insurance number is QQ123456C", "QQ123456C", "[ID]"),
+    ],
+)
+def test_ner_and_spoken_forms(ner_redactor, text, gone, tag):
+    redacted = ner_redactor.redact(text)
+    assert gone not in redacted and tag in redacted, redacted
+
+
+def test_ordinary_story_keeps_its_words(ner_redactor):
+    text = "I went for a long walk by the river yesterday and felt calm for the first time."
+    assert ner_redactor.redact(text) == text
+
+
+def test_patterns_only_is_explicit_and_recorded(planted_home, tmp_path):
+    out = tmp_path / "p"
+    done = run_cli("export", "--home", str(planted_home.home.path), "--out", str(out),
+                   "--deidentify", "--include-transcripts", "--patterns-only")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    import json
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["options"]["redaction"] == "patterns"
+    assert "Method: patterns." in (out / "codebook.md").read_text()
+
+
+def test_missing_pipeline_is_one_line(monkeypatch):
+    from companion.research import ner
+
+    monkeypatch.setattr(ner, "PACKAGE", "en_core_web_sm_not_installed")
+    ner.load_pipeline.cache_clear()
+    try:
+        with pytest.raises(ner.NerUnavailable, match=r"not installed; install the deidentify"):
+            ner.load_pipeline()
+    finally:
+        ner.load_pipeline.cache_clear()

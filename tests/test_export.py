@@ -270,3 +270,77 @@ def test_export_reads_a_database_a_session_has_open(tmp_path):
         assert after[name] == before[name], name
     _, sessions = table_columns(tmp_path / "a" / "sessions.csv", "csv")
     assert len(sessions) == opened.db["sessions"].count == 2
+
+
+LEAKY_REPLY = "ask my wife Anna Brown, anna.brown@mail.com, 07700 900123, 12 Baker Street"
+
+
+@pytest.fixture(scope="module")
+def leaky(tmp_path_factory):
+    """A real session over a pipe whose first rating reply is a sentence full of details."""
+    import random
+
+    root = tmp_path_factory.mktemp("leaky")
+    opened = make_home(root / "home", "P-RAW-4411", "Quentin Leaky")
+    lines = session_lines(random.Random(8))
+    script = "".join(f"{x}\n" for x in [LEAKY_REPLY, *lines])
+    done = run_cli("session", "--text", input=script, home=opened.home.path)
+    assert done.returncode == 0, done.stderr
+    return opened, lines
+
+
+def exported_text(folder: Path) -> str:
+    """Every byte written, file names included (but not the public story bank)."""
+    parts = [str(p.relative_to(folder)) for p in folder.rglob("*")]
+    parts += [p.read_text() for p in folder.rglob("*") if p.is_file() and p.name != "stories.csv"]
+    return "\n".join(parts)
+
+
+def test_plain_export_has_no_participant_free_text(leaky, tmp_path):
+    opened, lines = leaky
+    raw = opened.db.execute("SELECT raw_answer FROM self_reports WHERE raw_answer LIKE "
+                            "'%Anna Brown%'").fetchone()  # fmt: skip
+    assert raw, "the reply must be stored on the device as said"
+    said = [r[0] for r in opened.db.execute("SELECT text FROM turns WHERE speaker = "
+                                            "'participant' AND length(text) > 12")]  # fmt: skip
+    assert len(said) >= 3
+    out = tmp_path / "plain"
+    done = run_cli("export", "--home", str(opened.home.path), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    text = exported_text(out)
+    for secret in [LEAKY_REPLY, "Anna Brown", "anna.brown", "900123", "Baker", *said]:
+        assert secret not in text, secret
+    _, answers = table_columns(out / "self_reports.csv", "csv")
+    assert answers and "raw_answer" not in answers[0] and "value_text" not in answers[0]
+    assert {"status", "attempts", "value"} <= set(answers[0])
+    assert any(int(a["attempts"]) >= 2 for a in answers)  # the unclear reply is still counted
+    book = json.loads((out / "codebook.json").read_text())
+    adds = book["options"]["--include-transcripts"]
+    assert adds["used"] is False
+    assert set(adds["adds"]) == {"turns.text", "self_reports.raw_answer", "self_reports.value_text"}
+    assert book["options"]["--include-audio"]["adds"] == ["turns.audio_path"]
+    assert "| `--include-transcripts` | no |" in (out / "codebook.md").read_text()
+
+    full = tmp_path / "full"
+    export_home(opened.home, full, ExportOptions(include_transcripts=True))
+    _, answers = table_columns(full / "self_reports.csv", "csv")
+    assert any(LEAKY_REPLY in (a["raw_answer"] or "") for a in answers)
+    assert "raw_answer" in json.loads((full / "codebook.json").read_text())["tables"][
+        "self_reports"
+    ]
+
+
+def test_deidentified_export_has_no_raw_participant_id(leaky, tmp_path):
+    opened, _ = leaky
+    out = tmp_path / "deid"
+    done = run_cli("export", "--home", str(opened.home.path), "--out", str(out), "--deidentify",
+                   "--include-transcripts", "--participant", "P-RAW-4411")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = exported_text(out)
+    for secret in ["P-RAW-4411", "Quentin", "Leaky", "Anna Brown", "anna.brown", "900123"]:
+        assert secret.lower() not in text.lower(), secret
+    manifest = read_manifest(out)
+    assert manifest["options"]["participant"].startswith("S")
+    assert manifest["options"]["redaction"].startswith("patterns+ner")
+    _, sessions = table_columns(out / "sessions.csv", "csv")
+    assert {s["participant_id"] for s in sessions} == {manifest["options"]["participant"]}

@@ -31,10 +31,13 @@ from companion.cli.base import cli, db_file_option, home_option
     type=click.Path(dir_okay=False, exists=True),
     help="Extra names to redact, one a line (default: HOME/redact_names.txt if present).",
 )
-@click.option("--include-transcripts", is_flag=True, help="Export what was said (turns.text).")
+@click.option("--include-transcripts", is_flag=True,
+              help="Export what participants said (turns.text, raw and free-text answers).")
+@click.option("--patterns-only", is_flag=True,
+              help="De-identify transcripts by patterns alone, without the NER pipeline.")
 @click.option("--include-audio", is_flag=True, help="Copy recorded audio into the export.")
 def export(home, out, fmt, participant, since, until, deidentify, salt_file, names_file,
-           include_transcripts, include_audio) -> None:  # fmt: skip
+           include_transcripts, patterns_only, include_audio) -> None:  # fmt: skip
     """Export the study data: one file per table, codebook and manifest with checksums."""
     from pathlib import Path
 
@@ -52,6 +55,7 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
         deidentify=deidentify, include_transcripts=include_transcripts,
         include_audio=include_audio, salt_file=Path(salt_file) if salt_file else None,
         extra_names=tuple(load_names_file(names_path)) if names_path.exists() else (),
+        patterns_only=patterns_only,
     )  # fmt: skip
     if sys.stderr.isatty():
         with ReadOnly(resolved.db_path) as reader:

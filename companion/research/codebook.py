@@ -44,7 +44,10 @@ def recorded_entry(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_codebook(
-    tables: dict[str, list[str]], protocols: list[dict[str, Any]], notes: list[str] | None = None
+    tables: dict[str, list[str]],
+    protocols: list[dict[str, Any]],
+    notes: list[str] | None = None,
+    options: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Codebook for the exported `tables` (name -> columns) and the protocols in use
     (`protocol_entry` / `recorded_entry`)."""
@@ -65,6 +68,7 @@ def build_codebook(
         "tables": out_tables,
         "protocols": protocols,
         "notes": notes or [],
+        "options": options or {},
     }
 
 
@@ -73,6 +77,15 @@ def render_markdown(codebook: dict[str, Any]) -> str:
     for note in codebook.get("notes", []):
         lines.append(f"- {note}")
     if codebook.get("notes"):
+        lines.append("")
+    if codebook.get("options"):
+        lines += ["## Export options", "", "| option | used | adds columns | removes columns |",
+                  "|---|---|---|---|"]  # fmt: skip
+        for option, entry in codebook["options"].items():
+            adds = ", ".join(f"`{c}`" for c in entry.get("adds", []))
+            removes = ", ".join(f"`{c}`" for c in entry.get("removes", []))
+            used = "yes" if entry["used"] else "no"
+            lines.append(f"| `{option}` | {used} | {adds} | {removes} |")
         lines.append("")
     for table, cols in codebook["tables"].items():
         lines += [f"## Table `{table}`", ""]

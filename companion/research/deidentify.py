@@ -3,8 +3,11 @@
 Pseudonyms are an HMAC of the participant id with a secret salt kept on the
 device (or given by the researcher), so the same participant gets the same
 pseudonym in every export made with that salt, and nobody without the salt can
-reverse it by trying ids. Redaction is pattern based and deliberately greedy:
-a redacted ordinary word costs less than a leaked address.
+reverse it by trying ids. Redaction unites three finders, each span tagged with
+its type: patterns for written forms, patterns for spoken forms (`spoken`), and
+a named-entity pipeline (`ner`, an optional extra) for names and places nobody
+listed. It is deliberately greedy: a redacted ordinary word costs less than a
+leaked address.
 """
 
 from __future__ import annotations
@@ -16,9 +19,12 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from companion.errors import ConfigError
 from companion.files import open_private, private_dir
+from companion.research import spoken
+from companion.research.ner import Pipeline, Span
 
 SALT_NAME = "export_salt"
 
@@ -48,32 +54,86 @@ DATES = [
 ]
 
 
+# "Mr. Morgan", "my name is Zelda Quixote": a title or an introduction before a name.
+_TITLED = re.compile(
+    r"\b(?:mr|mrs|ms|miss|mx|dr|doctor|nurse|uncle|aunt|auntie|grandma|grandpa|nan|sister|"
+    r"brother|father|sir|dame|lady|lord)\.?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
+)
+_INTRODUCED = re.compile(
+    r"\b(?:my name is|my name's|i am called|i'm called|call me|named|called)\s+"
+    r"([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)",
+    re.IGNORECASE,
+)
+# Mixed letters and at least three digits: national insurance, NHS or account numbers.
+ID = re.compile(r"\b(?=[A-Z0-9-]*\d[A-Z0-9-]*\d[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9-]{5,}\b")
+
+WRITTEN: list[tuple[str, re.Pattern[str]]] = [
+    ("EMAIL", EMAIL),
+    ("ADDRESS", ADDRESS),
+    ("ADDRESS", POSTCODE),
+    *(("DATE", p) for p in DATES),
+    ("ID", ID),
+    *spoken.PATTERNS,
+]
+# When spans overlap, the merged span keeps the most specific tag.
+_PRIORITY = ["EMAIL", "PHONE", "ADDRESS", "ID", "AGE", "DATE", "PERSON", "PLACE", "ORG"]
+
+
 @dataclass(frozen=True)
 class Redactor:
-    """Replaces identifying spans with [NAME], [EMAIL], [PHONE], [ADDRESS], [DATE]."""
+    """Replaces identifying spans with their type: [PERSON], [PLACE], [ORG], [EMAIL],
+    [PHONE], [ADDRESS], [DATE], [AGE], [ID]. Patterns (written and spoken forms, the
+    names it was given) always run; `ner` adds what a named-entity pipeline finds."""
 
     names: tuple[str, ...] = ()
+    ner: Pipeline | None = None
 
-    def redact(self, text: str | None) -> str | None:
+    @property
+    def method(self) -> str:
+        return f"patterns+ner ({self.ner.name})" if self.ner else "patterns"
+
+    def spans(self, text: str) -> list[Span]:
+        found = [Span(m.start(), m.end(), label) for label, p in WRITTEN for m in p.finditer(text)]
+        found += [Span(m.start(), m.end(), "PHONE") for m in PHONE.finditer(text) if _phone(m)]
+        for pattern in (_TITLED, _INTRODUCED):
+            found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
+        for name in self.names:
+            rx = rf"\b{re.escape(name)}(?:'s)?\b"
+            found += [Span(m.start(), m.end(), "PERSON") for m in re.finditer(rx, text, re.I)]
+        return found
+
+    def redact(self, text: str | None, use_ner: bool = True) -> str | None:
         if not text:
             return text
-        text = EMAIL.sub("[EMAIL]", text)
-        text = ADDRESS.sub("[ADDRESS]", text)
-        text = POSTCODE.sub("[ADDRESS]", text)
-        for pattern in DATES:
-            text = pattern.sub("[DATE]", text)
-        text = PHONE.sub(_phone, text)
-        for name in sorted(self.names, key=len, reverse=True):
-            text = re.sub(rf"\b{re.escape(name)}(?:'s)?\b", "[NAME]", text, flags=re.IGNORECASE)
-        return text
+        found = self.spans(text)
+        if use_ner and self.ner is not None:
+            found += self.ner.spans([text])[0]
+        return apply_spans(text, found)
 
 
-def _phone(match: re.Match[str]) -> str:
-    digits = sum(c.isdigit() for c in match.group(0))
-    return "[PHONE]" if digits >= 7 else match.group(0)
+def apply_spans(text: str, spans: list[Span]) -> str:
+    """Replace the union of `spans` with their tags, overlapping spans merged into one."""
+    merged: list[list[Any]] = []
+    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if merged and span.start < merged[-1][1]:
+            last = merged[-1]
+            last[1] = max(last[1], span.end)
+            last[2] = min(last[2], _PRIORITY.index(span.label))
+        else:
+            merged.append([span.start, span.end, _PRIORITY.index(span.label)])
+    out, pos = [], 0
+    for start, end, rank in merged:
+        out += [text[pos:start], f"[{_PRIORITY[rank]}]"]
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
-def redactor_for(names: Iterable[str | None]) -> Redactor:
+def _phone(match: re.Match[str]) -> bool:
+    return sum(c.isdigit() for c in match.group(0)) >= 7
+
+
+def redactor_for(names: Iterable[str | None], ner: Pipeline | None = None) -> Redactor:
     """Names to redact: each full name and its parts (so 'Ann Lee' also hides 'Ann')."""
     out: set[str] = set()
     for name in names:
@@ -81,7 +141,7 @@ def redactor_for(names: Iterable[str | None]) -> Redactor:
             continue
         out.add(name.strip())
         out.update(part for part in re.split(r"\s+", name.strip()) if len(part) >= 2)
-    return Redactor(tuple(sorted(out)))
+    return Redactor(tuple(sorted(out, key=len, reverse=True)), ner)
 
 
 def load_names_file(path: Path) -> list[str]:

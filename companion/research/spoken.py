@@ -1,0 +1,57 @@
+"""Personal details as a recogniser writes them: digits read out, spoken e-mail
+addresses, spelled-out dates and ages. Each pattern finds spans in the original
+text; `deidentify` merges them with the written-form patterns and the NER spans.
+"""
+
+from __future__ import annotations
+
+import re
+
+_DIGIT = r"(?:zero|oh|o|nought|one|two|three|four|five|six|seven|eight|nine|double|triple)"
+_TEEN = r"(?:ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
+_TENS = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
+_UNIT = r"(?:one|two|three|four|five|six|seven|eight|nine)"
+_NUMBER = rf"(?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT}|hundred)"
+_ORDINAL = (
+    r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
+    r"thirteenth|fourteenth|fifteenth|sixteenth|seventeenth|eighteenth|nineteenth|twentieth|"
+    r"thirtieth|(?:twenty|thirty)[\s-](?:first|second|third|fourth|fifth|sixth|seventh|"
+    r"eighth|ninth))"
+)
+_MONTH = (
+    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
+    r"december)"
+)
+# "nineteen eighty two", "two thousand and five", "twenty twenty three"
+_YEAR = (
+    rf"(?:(?:nineteen|twenty)[\s-](?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|hundred|oh[\s-]{_UNIT})"
+    rf"|two thousand(?:\s+and)?(?:\s+{_NUMBER})?)"
+)
+
+# Six or more digit words in a row (phone numbers, ids), with "double"/"triple" counted once.
+SPOKEN_DIGITS = re.compile(rf"\b{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}\b", re.IGNORECASE)
+_WORD = r"[a-z0-9][a-z0-9_-]*"
+SPOKEN_EMAIL = re.compile(
+    rf"\b{_WORD}(?:\s+(?:dot|underscore|dash|hyphen)\s+{_WORD})*\s+at\s+{_WORD}"
+    rf"(?:\s+dot\s+{_WORD})+\b",
+    re.IGNORECASE,
+)
+SPOKEN_DATES = [
+    re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
+    re.compile(rf"\b{_MONTH}\s+(?:the\s+)?{_ORDINAL}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
+    re.compile(rf"\b(?:in|of|since)\s+{_MONTH}\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b(?:in|since|born|from)\s+{_YEAR}\b", re.IGNORECASE),
+]
+AGE = re.compile(
+    rf"\b(?:(?:\d{{1,3}}|{_NUMBER})(?:[\s-]+(?:years?|yrs?)[\s-]+old|[\s-]year[\s-]old)"
+    rf"|aged\s+(?:\d{{1,3}}|{_NUMBER})|turned\s+(?:\d{{1,3}}|{_NUMBER})"
+    rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENS}ieth)\s+birthday)\b",
+    re.IGNORECASE,
+)
+
+PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("EMAIL", SPOKEN_EMAIL),
+    ("PHONE", SPOKEN_DIGITS),
+    *(("DATE", p) for p in SPOKEN_DATES),
+    ("AGE", AGE),
+]
