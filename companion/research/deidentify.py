@@ -45,7 +45,7 @@ ADDRESS = re.compile(
     rf"\b\d{{1,5}}[a-z]?,?\s+(?:[A-Za-z][\w'-]*\s+){{1,4}}(?:{_STREET_WORDS})\b",
     re.IGNORECASE,
 )
-POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b")  # UK style
+POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
 DATES = [
     re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"),
     re.compile(r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b"),
@@ -64,6 +64,20 @@ _INTRODUCED = re.compile(
     r"([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)",
     re.IGNORECASE,
 )
+# "my sister Maeve", "my friend Hannah Price", "our dog Biscuit": a capitalised word after
+# a relation is a name (case-sensitive: "my friend said" stays).
+_RELATIONS = (
+    r"wife|husband|partner|son|daughter|sister|brother|mum|mom|mother|dad|father|grandson|"
+    r"granddaughter|grandchild|niece|nephew|cousin|friend|neighbour|neighbor|carer|colleague|"
+    r"boss|doctor|nurse|vicar|teacher"
+)
+_RELATED = re.compile(
+    rf"\b(?i:{_RELATIONS})(?:,|\s+(?:called|named))?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
+)
+_PET = re.compile(
+    r"\b(?i:dog|cat|puppy|kitten|pony|horse|rabbit|budgie|parrot|hamster|tortoise)"
+    r"(?:,|\s+(?:called|named))?\s+([A-Z][\w'-]+)"
+)
 # Mixed letters and at least three digits: national insurance, NHS or account numbers.
 ID = re.compile(r"\b(?=[A-Z0-9-]*\d[A-Z0-9-]*\d[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9-]{5,}\b")
 
@@ -76,7 +90,7 @@ WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     *spoken.PATTERNS,
 ]
 # When spans overlap, the merged span keeps the most specific tag.
-_PRIORITY = ["EMAIL", "PHONE", "ADDRESS", "ID", "AGE", "DATE", "PERSON", "PLACE", "ORG"]
+_PRIORITY = ["EMAIL", "PHONE", "ADDRESS", "ID", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG"]
 
 
 @dataclass(frozen=True)
@@ -95,20 +109,26 @@ class Redactor:
     def spans(self, text: str) -> list[Span]:
         found = [Span(m.start(), m.end(), label) for label, p in WRITTEN for m in p.finditer(text)]
         found += [Span(m.start(), m.end(), "PHONE") for m in PHONE.finditer(text) if _phone(m)]
-        for pattern in (_TITLED, _INTRODUCED):
+        for pattern in (_TITLED, _INTRODUCED, _RELATED):
             found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
+        found += [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
         for name in self.names:
             rx = rf"\b{re.escape(name)}(?:'s)?\b"
             found += [Span(m.start(), m.end(), "PERSON") for m in re.finditer(rx, text, re.I)]
         return found
 
+    def spans_many(self, texts: list[str], use_ner: bool = True) -> list[list[Span]]:
+        """Every span to redact in each text (the NER pipeline runs over all in batches)."""
+        found = [self.spans(text) for text in texts]
+        if use_ner and self.ner is not None:
+            for spans, entities in zip(found, self.ner.spans(texts), strict=True):
+                spans += entities
+        return found
+
     def redact(self, text: str | None, use_ner: bool = True) -> str | None:
         if not text:
             return text
-        found = self.spans(text)
-        if use_ner and self.ner is not None:
-            found += self.ner.spans([text])[0]
-        return apply_spans(text, found)
+        return apply_spans(text, self.spans_many([text], use_ner)[0])
 
 
 def apply_spans(text: str, spans: list[Span]) -> str:

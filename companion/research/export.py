@@ -188,10 +188,10 @@ def _write_tables(
         exported[table] = columns
 
         def produce(table=table, sql=sql, args=args) -> Iterator[dict[str, Any]]:
-            for i, row in enumerate(_rows(db, sql, args), start=1):
+            for i, row in enumerate(transform.rows(table, _rows(db, sql, args)), start=1):
                 if progress and i % 500 == 0:
                     progress(500)
-                yield transform.row(table, row)
+                yield row
 
         name = f"{table}.{options.format}"
         rows[table] = _write_table(out / name, options.format, columns, produce())

@@ -1,0 +1,141 @@
+"""Benchmark: planted-PII recall per type and over-redaction of ordinary story text.
+
+Planted items (tests/helpers/planted.py: story sentences we wrote, >= 200 items of 15 types)
+are redacted as an export does (`--deidentify --include-transcripts`: the participant's
+first name known from config.toml, patterns, spoken forms, the NER pipeline); an item is
+caught only when every letter and digit of it is inside a redacted span. Over-redaction:
+the share of words redacted in the EmpatheticDialogues dev situations (which mention few
+personal details; any redaction there counts against us). `--voice` also measures the
+sentences as a recogniser writes them (lower case, no punctuation).
+
+    .venv/bin/python tests/bench/bench_pii.py [--sentences 120] [--situations FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import platform
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from companion.research.deidentify import Redactor, redactor_for  # noqa: E402
+from companion.research.ner import load_pipeline  # noqa: E402
+from tests.helpers.planted import OWN_FIRST, caught, planted_sentences  # noqa: E402
+
+SITUATIONS = Path("/work/shared/data/empatheticdialogues/situations_dev.csv")
+
+
+def cpu() -> str:
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        model = re.search(r"model name\s*:\s*(.*)", info)
+        flags = re.search(r"flags\s*:\s*(.*)", info)
+        wanted = ("avx", "avx2", "avx512f", "fma", "sse4_2", "neon", "asimd")
+        have = [f for f in (flags.group(1).split() if flags else []) if f in wanted]
+        return f"{model.group(1) if model else platform.machine()} [{' '.join(have)}]"
+    except OSError:
+        return platform.processor() or platform.machine()
+
+
+def recall(redactor: Redactor, lower: bool) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    sentences = planted_sentences(args.sentences)
+    texts = [s.text for s in sentences]
+    if lower:  # as a recogniser writes it: lower case, no punctuation (same lengths)
+        texts = [re.sub(r"[^\w\s@'-]", " ", t).lower() for t in texts]
+    found = redactor.spans_many(texts)
+    hits: Counter[str] = Counter()
+    totals: Counter[str] = Counter()
+    missed = []
+    for s, text, spans in zip(sentences, texts, found, strict=True):
+        covered = [(sp.start, sp.end) for sp in spans]
+        for kind, a, b in s.items:
+            totals[kind] += 1
+            if caught(text, a, b, covered):
+                hits[kind] += 1
+            else:
+                missed.append(f"{kind}: {text[a:b]!r} in {text!r}")
+    return {k: (hits[k], totals[k]) for k in sorted(totals)}, missed
+
+
+def over_redaction(redactor: Redactor, path: Path) -> tuple[int, int, float]:
+    with path.open(newline="", encoding="utf-8") as f:
+        texts = [row["content"] for row in csv.DictReader(f)]
+    t0 = time.perf_counter()
+    found = redactor.spans_many(texts)
+    elapsed = time.perf_counter() - t0
+    words = redacted = 0
+    for text, spans in zip(texts, found, strict=True):
+        for m in re.finditer(r"\S+", text):
+            words += 1
+            if any(sp.start < m.end() and m.start() < sp.end for sp in spans):
+                redacted += 1
+    return redacted, words, elapsed
+
+
+def month(days: int) -> None:
+    """Time `export --deidentify --include-transcripts` of one device's month, its story
+    turns made long (about 200 words each, as a spoken story runs)."""
+    import tempfile
+
+    from companion.research.export import ExportOptions, export_home
+    from tests.helpers.study import fill_study, make_home
+
+    root = Path(tempfile.mkdtemp(prefix="bench-pii-"))
+    opened = make_home(root / "home", "P014", OWN_FIRST)
+    fill_study(opened, days, seed=14, skip=0, interrupt=0)
+    paragraphs = [" ".join(p.text for p in planted_sentences(12, seed=i)) for i in range(days)]
+    rows = opened.db.execute("SELECT id FROM turns WHERE speaker = 'participant' AND purpose "
+                             "IN ('story', 'follow_up')").fetchall()  # fmt: skip
+    for i, (turn,) in enumerate(rows):
+        opened.db.execute("UPDATE turns SET text = ? WHERE id = ?", [paragraphs[i % days], turn])
+    words = sum(len(str(t).split()) for (t,) in opened.db.execute(
+        "SELECT text FROM turns WHERE speaker = 'participant'"))  # fmt: skip
+    load_pipeline.cache_clear()  # time a cold export: the pipeline's load counts
+    t0 = time.perf_counter()
+    result = export_home(opened.home, root / "out",
+                         ExportOptions(deidentify=True, include_transcripts=True))  # fmt: skip
+    elapsed = time.perf_counter() - t0
+    print(
+        f"\nmonth: {days} sessions, {len(rows)} story turns, {words} participant words, "
+        f"{result.rows['turns']} turns, {result.rows['self_reports']} answers: "
+        f"export --deidentify --include-transcripts {elapsed:.1f} s (pipeline load included)"
+    )
+
+
+def report(title: str, per_type: dict[str, tuple[int, int]], missed: list[str]) -> None:
+    hit = sum(h for h, _ in per_type.values())
+    total = sum(n for _, n in per_type.values())
+    print(f"\n{title}: recall {hit}/{total} = {100 * hit / total:.1f} %")
+    for kind, (h, n) in per_type.items():
+        print(f"  {kind:13s} {h:4d}/{n:<4d} {100 * h / n:6.1f} %")
+    for line in missed[: args.show]:
+        print("  missed", line)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=120)
+    parser.add_argument("--situations", type=Path, default=SITUATIONS)
+    parser.add_argument("--voice", action="store_true")
+    parser.add_argument("--show", type=int, default=15, help="Missed items to print.")
+    parser.add_argument("--month", type=int, default=30, help="Days of transcripts to export.")
+    args = parser.parse_args()
+    print(f"CPU: {cpu()}; Python {platform.python_version()}")
+    t0 = time.perf_counter()
+    redactor = redactor_for([OWN_FIRST], load_pipeline())
+    print(f"pipeline {redactor.method} loaded in {time.perf_counter() - t0:.2f} s")
+    report("written (typed) sentences", *recall(redactor, lower=False))
+    if args.voice:
+        report("as recognised (lower case, no punctuation)", *recall(redactor, lower=True))
+    if args.month:
+        month(args.month)
+    if args.situations.exists():
+        redacted, words, elapsed = over_redaction(redactor, args.situations)
+        print(f"\nover-redaction on {args.situations.name}: {redacted}/{words} words = "
+              f"{100 * redacted / words:.2f} % ({elapsed:.1f} s)")  # fmt: skip
