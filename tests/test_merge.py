@@ -10,6 +10,7 @@ import sqlite3
 import pytest
 
 from companion.research.export import TABLES, ExportError, ExportOptions, export_home
+from companion.research.identity import IdentityError
 from companion.research.merge import DEVICE_TABLES, MergeError, merge_exports
 from tests.helpers.run import run_cli
 from tests.helpers.study import build_study
@@ -167,3 +168,92 @@ def test_export_from_an_older_device_merges(devices, tmp_path):
     assert (
         counts(study)["sessions"] == homes[0].db["sessions"].count + homes[2].db["sessions"].count
     )
+
+
+def _device(root, name, participant, person, timezone="Europe/London", seed=0):
+    from tests.helpers.study import fill_study, make_home
+
+    opened = make_home(root / name, participant, person, timezone=timezone)
+    fill_study(opened, 2, seed=seed, interrupt=0)
+    return opened
+
+
+def _export(opened, out, salt):
+    export_home(opened.home, out, ExportOptions(deidentify=True, salt_file=salt))
+    return out
+
+
+@pytest.fixture(scope="module")
+def replacement(tmp_path_factory):
+    """A participant's first device, its replacement (same id and name), and someone else
+    claiming the same id in another timezone; every device has the one study salt."""
+    root = tmp_path_factory.mktemp("replace")
+    salt = root / "study_salt"
+    salt.write_text("the-one-study-salt-set-at-provisioning\n")
+    first = _device(root, "first", "P207", "Imogen Pike", seed=1)
+    second = _device(root, "second", "P207", "imogen  pike", seed=2)
+    other = _device(root, "other", "P207", "Desmond Roe", timezone="America/Toronto", seed=3)
+    return root, salt, first, second, other
+
+
+def test_replacement_device_links_the_participant(replacement, tmp_path):
+    root, salt, first, second, _ = replacement
+    a = _export(first, tmp_path / "a", salt)
+    b = _export(second, tmp_path / "b", salt)
+    study = tmp_path / "study.db"
+    done = run_cli("merge", str(study), str(a), str(b))
+    assert done.returncode == 0, done.stderr
+    conn = sqlite3.connect(study)
+    (pid,) = {r[0] for r in conn.execute("SELECT participant_id FROM sessions")}
+    assert pid.startswith("S") and pid != "P207"
+    assert conn.execute("SELECT COUNT(*) FROM participants").fetchone()[0] == 1
+    devices = conn.execute("SELECT COUNT(*) FROM participant_devices WHERE participant_id = ?",
+                           [pid]).fetchone()[0]  # fmt: skip
+    assert devices == 2
+    held = first.db["sessions"].count + second.db["sessions"].count
+    assert conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == held
+    assert "Imogen" not in (a / "manifest.json").read_text()
+
+
+def test_same_id_different_person_refused_unless_told(replacement, tmp_path):
+    root, salt, first, _, other = replacement
+    a = _export(first, tmp_path / "a", salt)
+    c = _export(other, tmp_path / "c", salt)
+    study = tmp_path / "study.db"
+    merge_exports(study, [a])
+    before = counts(study)
+    done = run_cli("merge", str(study), str(c))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    pid = json.loads((c / "manifest.json").read_text())["options"]["participant"] or next(
+        iter(json.loads((c / "manifest.json").read_text())["identities"])
+    )
+    assert "different name and timezone" in done.stderr and f"--same-person {pid}" in done.stderr
+    assert counts(study) == before  # nothing of the refused export was written
+    done = run_cli("merge", str(study), str(c), "--same-person", pid)
+    assert done.returncode == 0, done.stderr
+    assert counts(study)["sessions"] == before["sessions"] + other.db["sessions"].count
+
+
+def test_identified_exports_conflict_and_default_id_warns(replacement, tmp_path):
+    root, _, first, _, other = replacement
+    a, c = tmp_path / "a", tmp_path / "c"
+    export_home(first.home, a, ExportOptions())
+    export_home(other.home, c, ExportOptions())
+    with pytest.raises(IdentityError, match="same-person P207"):
+        merge_exports(tmp_path / "s.db", [a, c])
+    default = _device(root, "default", "P001", "Ada", seed=4)
+    d = tmp_path / "d"
+    export_home(default.home, d, ExportOptions())
+    done = run_cli("merge", str(tmp_path / "t.db"), str(d))
+    assert done.returncode == 0, done.stderr
+    assert "warning:" in done.stderr and "default id P001" in done.stderr
+
+
+def test_device_without_the_study_salt_warns(replacement, tmp_path):
+    root, salt, first, second, _ = replacement
+    a = _export(first, tmp_path / "a", salt)
+    own = tmp_path / "own-salt"
+    own.write_text("a-device-that-made-its-own-salt\n")
+    b = _export(second, tmp_path / "b", own)
+    (_, result) = merge_exports(tmp_path / "s.db", [a, b])
+    assert any("different salt" in w for w in result.warnings)

@@ -31,10 +31,16 @@ from companion.cli.base import cli, db_file_option, home_option
     type=click.Path(dir_okay=False, exists=True),
     help="Extra names to redact, one a line (default: HOME/redact_names.txt if present).",
 )
-@click.option("--include-transcripts", is_flag=True,
-              help="Export what participants said (turns.text, raw and free-text answers).")
-@click.option("--patterns-only", is_flag=True,
-              help="De-identify transcripts by patterns alone, without the NER pipeline.")
+@click.option(
+    "--include-transcripts",
+    is_flag=True,
+    help="Export what participants said (turns.text, raw and free-text answers).",
+)
+@click.option(
+    "--patterns-only",
+    is_flag=True,
+    help="De-identify transcripts by patterns alone, without the NER pipeline.",
+)
 @click.option("--include-audio", is_flag=True, help="Copy recorded audio into the export.")
 def export(home, out, fmt, participant, since, until, deidentify, salt_file, names_file,
            include_transcripts, patterns_only, include_audio) -> None:  # fmt: skip
@@ -108,13 +114,19 @@ def browse(home, db_file, port) -> None:
 @cli.command()
 @click.argument("out_db", type=click.Path(dir_okay=False))
 @click.argument("exports", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
-def merge(out_db, exports) -> None:
+@click.option("--same-person", multiple=True, metavar="ID",
+              help="This participant id (as exported) is one person on every device, even "
+                   "where devices disagree on name or timezone. Repeatable.")  # fmt: skip
+def merge(out_db, exports, same_person) -> None:
     """Merge devices' exports into one study database (idempotent)."""
     from pathlib import Path
 
     from companion.research.merge import merge_exports
 
-    for result in merge_exports(Path(out_db), [Path(e) for e in exports]):
+    paths = [Path(e) for e in exports]
+    for result in merge_exports(Path(out_db), paths, frozenset(same_person)):
+        for warning in result.warnings:
+            click.echo(f"companion: warning: {warning}", err=True)
         added = sum(result.added.values())
         click.echo(f"device {result.device_id}: {added} rows added, "
                    f"{sum(result.skipped.values())} already present")  # fmt: skip

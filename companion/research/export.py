@@ -27,6 +27,7 @@ from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
 from companion.files import open_private, private_dir, write_private
 from companion.research import cells, codebook
+from companion.research.identity import manifest_identities, salt_id
 from companion.research.options import (
     FREE_TEXT,
     OPTION_COLUMNS,
@@ -284,6 +285,11 @@ def _export(
         },
         "files": {name: {"sha256": digest} for name, digest in files.items()},
     }
+    if options.deidentify:  # lets merge link devices and tell people apart (identity.py)
+        people = db.execute("SELECT id, name FROM participants").fetchall()
+        wanted = [(p, n) for p, n in people if options.participant in (None, p)]
+        manifest["salt_id"] = salt_id(transform.salt)
+        manifest["identities"] = manifest_identities(wanted, transform.pid, transform.salt)
     write_private(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     log.info("exported %s rows from %s to %s", sum(rows.values()), home.db_path, out)

@@ -26,6 +26,7 @@ import sqlite_utils
 from companion.clock import iso, utc_now
 from companion.errors import CompanionError
 from companion.files import open_private
+from companion.research import identity
 from companion.research.cells import restore
 from companion.research.export import read_manifest
 from companion.store.db import transaction
@@ -53,6 +54,7 @@ class MergeResult:
     device_id: str
     added: dict[str, int]
     skipped: dict[str, int]
+    warnings: tuple[str, ...] = ()  # identity warnings (the default participant id)
 
 
 def _create_schema(db: sqlite_utils.Database) -> None:
@@ -219,8 +221,11 @@ def _merge_device(db, source: Path, table: str, rows: Iterator[dict], device: st
     return added, skipped
 
 
-def merge_export(db: sqlite_utils.Database, export_dir: Path) -> MergeResult:
-    """Merge one verified export into the study database, all or nothing."""
+def merge_export(
+    db: sqlite_utils.Database, export_dir: Path, same_person: frozenset[str] = frozenset()
+) -> MergeResult:
+    """Merge one verified export into the study database, all or nothing. `same_person`:
+    participant ids whose devices disagree on name or timezone but are one person."""
     manifest = read_manifest(export_dir)
     device = manifest.get("device_id")
     if not device:
@@ -230,10 +235,14 @@ def merge_export(db: sqlite_utils.Database, export_dir: Path) -> MergeResult:
     skipped: dict[str, int] = {}
     with transaction(db):
         _check_mode(db, manifest, export_dir)
+        warnings: list[str] = []
         for table in SHARED_TABLES:
-            added[table] = _merge_shared(
-                db, export_dir, table, read_table(export_dir, manifest, table), device
-            )
+            rows = read_table(export_dir, manifest, table)
+            if table == "participants":  # who they are: identity checks (identity.py)
+                checked, warnings = identity.check(db, manifest, export_dir, list(rows),
+                                                   same_person)  # fmt: skip
+                rows = iter(checked)
+            added[table] = _merge_shared(db, export_dir, table, rows, device)
             skipped[table] = manifest["tables"].get(table, {}).get("rows", 0) - added[table]
         sessions: dict[int, int] = {}
         for table in DEVICE_TABLES:
@@ -247,12 +256,16 @@ def merge_export(db: sqlite_utils.Database, export_dir: Path) -> MergeResult:
              json.dumps(added)],
         )  # fmt: skip
     log.info("merged %s from device %s: %s", export_dir, device, added)
-    return MergeResult(device, added, skipped)
+    for warning in warnings:
+        log.warning("%s", warning)
+    return MergeResult(device, added, skipped, tuple(warnings))
 
 
-def merge_exports(out: Path, export_dirs: list[Path]) -> list[MergeResult]:
+def merge_exports(
+    out: Path, export_dirs: list[Path], same_person: frozenset[str] = frozenset()
+) -> list[MergeResult]:
     db = open_study(out)
     try:
-        return [merge_export(db, Path(d)) for d in export_dirs]
+        return [merge_export(db, Path(d), same_person) for d in export_dirs]
     finally:
         db.close()

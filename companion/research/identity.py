@@ -1,0 +1,146 @@
+"""Who a participant is across devices: study-wide pseudonyms and merge's identity checks.
+
+One study salt, installed on every device at provisioning (HOME/export_salt), makes the
+same participant id the same pseudonym everywhere, so a participant who moves to a
+replacement device stays one person. The manifest carries a salt id (an HMAC of a fixed
+label, never the salt) and, per participant, a salted fingerprint of the name, so merge
+can tell two people apart without the name leaving the device: two devices that claim
+one participant with different names or timezones are refused unless the researcher
+says they are the same person; the default id and a device without the study salt are
+warned about.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import sqlite_utils
+
+from companion.errors import CompanionError
+from companion.settings.config import Config
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ID = Config().participant_id  # what a device left unconfigured calls its participant
+_SALT_LABEL = b"companion study salt id"
+
+
+class IdentityError(CompanionError):
+    """Devices disagree about who a participant is."""
+
+
+def salt_id(salt: bytes) -> str:
+    return hmac.new(salt, _SALT_LABEL, hashlib.sha256).hexdigest()[:16]
+
+
+def name_check(name: str | None, salt: bytes) -> str | None:
+    """A salted fingerprint of a name (case and spacing ignored), for comparing only."""
+    if not name or not name.strip():
+        return None
+    folded = " ".join(name.casefold().split()).encode()
+    return hmac.new(salt, b"name:" + folded, hashlib.sha256).hexdigest()[:16]
+
+
+def manifest_identities(
+    people: Iterable[tuple[str, str | None]], alias: Any, salt: bytes
+) -> dict[str, dict[str, Any]]:
+    """Manifest entry of a de-identified export: per pseudonym, the name's fingerprint and
+    whether the raw id is the default one. `alias` maps a raw id to its pseudonym."""
+    return {
+        alias(pid): {"name_check": name_check(name, salt), "default_id": pid == DEFAULT_ID}
+        for pid, name in people
+    }
+
+
+def _create(db: sqlite_utils.Database) -> None:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS participant_identities (participant_id TEXT PRIMARY KEY, "
+        "name_check TEXT, timezone TEXT, device_id TEXT NOT NULL)"
+    )
+
+
+def check(
+    db: sqlite_utils.Database,
+    manifest: dict[str, Any],
+    source: Any,
+    rows: list[dict[str, Any]],
+    same_person: frozenset[str] = frozenset(),
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Check the export's participants against the study database. Returns the rows to
+    merge (for a participant named in `same_person`, the first-merged name and timezone,
+    so the devices join as one person) and warnings."""
+    _create(db)
+    device = manifest["device_id"]
+    deidentified = manifest["options"]["deidentified"]
+    warnings: list[str] = []
+    if deidentified:
+        warnings += _check_salt(db, manifest, source)
+    identities = manifest.get("identities", {})
+    out = []
+    for row in rows:
+        pid = row["id"]
+        known = identities.get(pid, {})
+        check_value = known.get("name_check") if deidentified else _plain(row.get("name"))
+        if known.get("default_id") if deidentified else pid == DEFAULT_ID:
+            warnings.append(
+                f"{source}: participant {pid} is the default id {DEFAULT_ID}; was this device "
+                "provisioned with --participant? Devices left on it merge into one person"
+            )
+        found = db.execute(
+            "SELECT name_check, timezone, device_id FROM participant_identities "
+            "WHERE participant_id = ?",
+            [pid],
+        ).fetchone()
+        if found is None:
+            db.execute(
+                "INSERT INTO participant_identities VALUES (?, ?, ?, ?)",
+                [pid, check_value, row.get("timezone"), device],
+            )
+            out.append(row)
+            continue
+        differs = [
+            what
+            for what, old, new in (
+                ("name", found[0], check_value),
+                ("timezone", found[1], row.get("timezone")),
+            )  # fmt: skip
+            if old and new and old != new
+        ]
+        if differs and pid not in same_person:
+            raise IdentityError(
+                f"{source}: participant {pid} on device {device} has a different "
+                f"{' and '.join(differs)} than on device {found[2]}; if they are the same "
+                f"person, merge with --same-person {pid}, else give one a new participant id"
+            )
+        if differs:
+            log.info("participant %s: device %s joined as the same person", pid, device)
+            merged = db.execute("SELECT * FROM participants WHERE id = ?", [pid]).fetchone()
+            names = [d[0] for d in db.execute("SELECT * FROM participants LIMIT 0").description]
+            if merged:
+                row = {**row, **{k: v for k, v in zip(names, merged, strict=True) if k in row}}
+        out.append(row)
+    return out, warnings
+
+
+def _plain(name: str | None) -> str | None:
+    return " ".join(name.casefold().split()) if name and name.strip() else None
+
+
+def _check_salt(db: sqlite_utils.Database, manifest: dict[str, Any], source: Any) -> list[str]:
+    """A warning when the export's salt is not the study's: its pseudonyms link to nothing
+    already merged (a device that was not given the study salt at provisioning)."""
+    sid = manifest.get("salt_id")
+    row = db.execute("SELECT value FROM study_meta WHERE key = 'salt_id'").fetchone()
+    if row is None and sid:
+        db.execute("INSERT INTO study_meta VALUES ('salt_id', ?)", [sid])
+    elif row is not None and sid and row[0] != sid:
+        return [
+            f"{source}: exported with a different salt than the first export merged, so its "
+            "pseudonyms cannot link to other devices' participants; install one study salt on "
+            "every device (deploy/provision.sh --study-salt FILE) before the study starts"
+        ]
+    return []
