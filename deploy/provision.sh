@@ -4,7 +4,10 @@
 #   sudo bash deploy/provision.sh --participant P017 --timezone Europe/London [--name Sam] \
 #       [--asr-model vosk-model-small-en-us-0.15.zip|https://... --asr-sha256 HEX] \
 #       [--source DIR_OR_WHEEL] [--prefix /opt/companion] [--home /var/lib/companion] \
-#       [--user companion] [--no-service]
+#       [--user companion] [--no-service] [--study-salt FILE]
+#
+# --study-salt FILE: the study's one pseudonym salt (same file for every device), installed
+# as HOME/export_salt (0600) so a participant id has the same pseudonym on any device.
 #
 # Idempotent: run it again to repair a device; data in the home is never touched.
 # The only network use is apt, pip and (if given as a URL) the ASR model download.
@@ -16,6 +19,7 @@ prefix=/opt/companion
 home=/var/lib/companion
 user=companion
 participant="" timezone="" name="" asr_model="" asr_sha256="" service=1
+study_salt=""  # issue 14: study-wide pseudonyms
 
 die() { echo "provision: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -30,7 +34,8 @@ while [ $# -gt 0 ]; do
     --home) home="$2"; shift 2 ;;
     --user) user="$2"; shift 2 ;;
     --no-service) service=0; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    --study-salt) study_salt="$2"; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
@@ -84,6 +89,18 @@ echo "== config for participant $participant"
 init_args=(--participant "$participant" --timezone "$timezone")
 [ -n "$name" ] && init_args+=(--name "$name")
 as_user "$bin" init --home "$home" "${init_args[@]}"
+
+# --- study salt (issue 14): never replaced once set, or pseudonyms would change mid-study.
+if [ -n "$study_salt" ]; then
+  echo "== study salt"
+  [ -r "$study_salt" ] || die "--study-salt $study_salt: cannot read the file"
+  if [ -e "$home/export_salt" ]; then
+    cmp -s "$study_salt" "$home/export_salt" \
+      || die "$home/export_salt: the device already has a different salt; keep it or wipe the home"
+  else
+    install -m 0600 -o "$user" -g "$user" "$study_salt" "$home/export_salt"
+  fi
+fi
 
 if [ "$service" -eq 1 ] && command -v systemctl >/dev/null; then
   echo "== systemd unit"
