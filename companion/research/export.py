@@ -26,7 +26,7 @@ from companion.clock import iso, utc_now
 from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
 from companion.files import open_private, private_dir, write_private
-from companion.research import cells, codebook
+from companion.research import cells, codebook, datapackage
 from companion.research.identity import manifest_identities, salt_id
 from companion.research.options import (
     FREE_TEXT,
@@ -257,6 +257,8 @@ def _export(
     book = codebook.build_codebook(exported, protocols, notes, option_columns(options))
     write_private(out / "codebook.json", codebook.to_json(book))
     write_private(out / "codebook.md", codebook.render_markdown(book))
+    package = datapackage.build(out, exported, options.format, notes)
+    write_private(out / datapackage.NAME, datapackage.to_json(package))
     reader.check()  # before the manifest: an export without one is never merged
     files = {
         str(p.relative_to(out)): sha256_file(p)

@@ -25,9 +25,10 @@ from companion.settings.config import Home
 # What each option adds to (or, for --deidentify, removes from) the plain export. Without
 # --include-transcripts nothing a participant said leaves the device: these columns are
 # omitted, and each answer's `status` and `attempts` remain.
-TRANSCRIPT_COLUMNS = (("turns", "text"), ("self_reports", "raw_answer"),
-                      ("self_reports", "value_text"))  # fmt: skip
-OPTION_COLUMNS = {
+Columns = tuple[tuple[str, str], ...]
+TRANSCRIPT_COLUMNS: Columns = (("turns", "text"), ("self_reports", "raw_answer"),
+                               ("self_reports", "value_text"))  # fmt: skip
+OPTION_COLUMNS: dict[str, dict[str, Columns]] = {
     "--include-transcripts": {"adds": TRANSCRIPT_COLUMNS},
     "--include-audio": {"adds": (("turns", "audio_path"),)},
     "--deidentify": {"removes": (("participants", "name"),)},
@@ -88,7 +89,7 @@ class Transformer:
             "--include-audio": self.options.include_audio,
             "--deidentify": self.options.deidentify,
         }
-        drop = set()
+        drop: set[str] = set()
         for option, change in OPTION_COLUMNS.items():
             if chosen[option]:
                 drop.update(col for t, col in change.get("removes", ()) if t == table)
