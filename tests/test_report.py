@@ -248,3 +248,31 @@ def test_report_without_matplotlib_says_which_extra(tmp_path):
     one_error_line(done, "companion: error: the report needs matplotlib",
                    ".venv/bin/python -m pip install -e '.[research]'")  # fmt: skip
     assert not out.exists()
+
+
+def test_report_in_headless_chromium(custom, tmp_path):
+    """Opened in a real browser (Debian's chromium, headless): every plot decodes and is
+    drawn, and the page fetches nothing but itself (its images are inline)."""
+    from tests.helpers.browser import Browser
+
+    homes, _ = custom
+    out = tmp_path / "rep"
+    done = run_cli("report", "--home", str(homes[0].home.path), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    page = (out / "report.html").as_uri()
+    browser = Browser()
+    try:
+        session = browser.open(page)
+        shown = browser.send(
+            "Runtime.evaluate", session, returnByValue=True,
+            expression="Array.from(document.images).map(i => "
+                       "[i.alt, i.complete, i.naturalWidth, i.naturalHeight, i.width])",
+        )["result"]["value"]  # fmt: skip
+        requested = browser.requested()
+    finally:
+        browser.close()
+    assert len(shown) == len(PLOTS)
+    for alt, complete, width, height, drawn in shown:
+        assert complete and width > 200 and height > 100 and drawn > 0, alt
+    assert requested and requested[0] == page
+    assert all(url == page or url.startswith("data:image/png;base64,") for url in requested)
