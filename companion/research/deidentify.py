@@ -56,13 +56,28 @@ DATES = [
 
 # "Mr. Morgan", "my name is Zelda Quixote": a title or an introduction before a name.
 _TITLED = re.compile(
-    r"\b(?:mr|mrs|ms|miss|mx|dr|doctor|nurse|uncle|aunt|auntie|grandma|grandpa|nan|sister|"
+    r"\b(?:mr|mister|mrs|missus|ms|miss|mx|dr|doctor|nurse|uncle|aunt|auntie|grandma|grandpa|"
+    r"grandad|granddad|granny|nan|sister|"
     r"brother|father|sir|dame|lady|lord)\.?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
 )
 _INTRODUCED = re.compile(
-    r"\b(?:my name is|my name's|i am called|i'm called|call me|named|called)\s+"
-    r"([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)",
-    re.IGNORECASE,
+    r"\b(?i:my name is|my name was|my name's|i am called|i'm called|call me)\s+"
+    r"((?i:[a-z][\w'-]+)(?:\s+[A-Z][\w'-]+)?)"
+)
+# A capitalised word after a verb of naming or contact ("named Ann", "I rang Delphine") or
+# before one at a sentence start ("Cormac phoned"); case-sensitive, common words excepted.
+_NOT_NAMES = (
+    r"I|The|A|An|My|Our|His|Her|Their|We|He|She|They|It|This|That|Then|When|Everyone|"
+    r"Nobody|Somebody|Someone|Everybody|Mum|Mom|Dad|God|Christmas|Easter|Sunday|Monday|"
+    r"Tuesday|Wednesday|Thursday|Friday|Saturday|Today|Yesterday|Tomorrow|There|Who"
+)
+_CONTACT = re.compile(
+    rf"\b(?i:named|called|rang|phoned|texted|visited|met|told|asked|emailed|wrote to)\s+"
+    rf"(?!(?:{_NOT_NAMES})\b)([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
+)
+_SUBJECT = re.compile(
+    rf"(?:^|[.!?]\s+)(?!(?:{_NOT_NAMES})\b)([A-Z][\w'-]+)\s+"
+    r"(?:phoned|rang|called|texted|visited|came|said|told|asked|sent|brought|wrote)\b"
 )
 # "my sister Maeve", "my friend Hannah Price", "our dog Biscuit": a capitalised word after
 # a relation is a name (case-sensitive: "my friend said" stays).
@@ -78,8 +93,15 @@ _PET = re.compile(
     r"\b(?i:dog|cat|puppy|kitten|pony|horse|rabbit|budgie|parrot|hamster|tortoise)"
     r"(?:,|\s+(?:called|named))?\s+([A-Z][\w'-]+)"
 )
-# Mixed letters and at least three digits: national insurance, NHS or account numbers.
+# Mixed letters and at least three digits: national insurance, NHS or account numbers,
+# written as one token or in groups ("PN 88213 774", "QQ 12 34 56 C").
 ID = re.compile(r"\b(?=[A-Z0-9-]*\d[A-Z0-9-]*\d[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9-]{5,}\b")
+GROUPED_ID = re.compile(r"\b[A-Z]{1,3}(?:\s?\d{2,}){2,4}(?:\s?[A-Z])?\b")
+# A year, with the day it names if any ("Boxing Day 1987"): dates pin people down.
+YEAR = re.compile(
+    r"\b(?:(?i:christmas|boxing|new year's|valentine's|easter|bonfire)\s+"
+    r"(?i:day|eve|night|sunday|monday)\s+)?(?:19|20)\d\d\b"
+)
 
 WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     ("EMAIL", EMAIL),
@@ -87,6 +109,8 @@ WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     ("ADDRESS", POSTCODE),
     *(("DATE", p) for p in DATES),
     ("ID", ID),
+    ("ID", GROUPED_ID),
+    ("DATE", YEAR),
     *spoken.PATTERNS,
 ]
 # When spans overlap, the merged span keeps the most specific tag.
@@ -109,9 +133,11 @@ class Redactor:
     def spans(self, text: str) -> list[Span]:
         found = [Span(m.start(), m.end(), label) for label, p in WRITTEN for m in p.finditer(text)]
         found += [Span(m.start(), m.end(), "PHONE") for m in PHONE.finditer(text) if _phone(m)]
-        for pattern in (_TITLED, _INTRODUCED, _RELATED):
+        for pattern in (_TITLED, _INTRODUCED, _RELATED, _CONTACT, _SUBJECT):
             found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
         found += [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
+        for label, pattern in spoken.GROUPED:
+            found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
         for name in self.names:
             rx = rf"\b{re.escape(name)}(?:'s)?\b"
             found += [Span(m.start(), m.end(), "PERSON") for m in re.finditer(rx, text, re.I)]

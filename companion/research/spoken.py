@@ -48,6 +48,18 @@ AGE = re.compile(
     rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENS}ieth)\s+birthday)\b",
     re.IGNORECASE,
 )
+# "I was sixty three when...", "I'll be eighty next spring": an age said without "years old";
+# not before a unit ("I was ten minutes late").
+_UNITS = (
+    r"minutes?|hours?|days?|weeks?|months?|years?|times?|pounds?|quid|miles?|pence|percent|"
+    r"people|of|or|to|and|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?"
+)
+SAID_AGE = re.compile(
+    rf"\b(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
+    rf"were|are|'re)\s+((?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|[1-9]\d))\b"
+    rf"(?!\s+(?:{_UNITS})\b)",
+    re.IGNORECASE,
+)
 
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("EMAIL", SPOKEN_EMAIL),
@@ -55,3 +67,4 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     *(("DATE", p) for p in SPOKEN_DATES),
     ("AGE", AGE),
 ]
+GROUPED: list[tuple[str, re.Pattern[str]]] = [("AGE", SAID_AGE)]  # the group is the span

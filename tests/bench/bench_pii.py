@@ -26,7 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from companion.research.deidentify import Redactor, redactor_for  # noqa: E402
 from companion.research.ner import load_pipeline  # noqa: E402
-from tests.helpers.planted import OWN_FIRST, caught, planted_sentences  # noqa: E402
+from tests.helpers.planted import (  # noqa: E402
+    FRESH,
+    OWN_FIRST,
+    Planted,
+    caught,
+    held_out,
+    planted_sentences,
+)
 
 SITUATIONS = Path("/work/shared/data/empatheticdialogues/situations_dev.csv")
 
@@ -43,8 +50,9 @@ def cpu() -> str:
         return platform.processor() or platform.machine()
 
 
-def recall(redactor: Redactor, lower: bool) -> tuple[dict[str, tuple[int, int]], list[str]]:
-    sentences = planted_sentences(args.sentences)
+def recall(
+    redactor: Redactor, lower: bool, sentences: list[Planted]
+) -> tuple[dict[str, tuple[int, int]], list[str]]:
     texts = [s.text for s in sentences]
     if lower:  # as a recogniser writes it: lower case, no punctuation (same lengths)
         texts = [re.sub(r"[^\w\s@'-]", " ", t).lower() for t in texts]
@@ -124,15 +132,20 @@ if __name__ == "__main__":
     parser.add_argument("--situations", type=Path, default=SITUATIONS)
     parser.add_argument("--voice", action="store_true")
     parser.add_argument("--show", type=int, default=15, help="Missed items to print.")
-    parser.add_argument("--month", type=int, default=30, help="Days of transcripts to export.")
+    parser.add_argument("--month", type=int, default=30, help="Days of transcripts (0: none).")
     args = parser.parse_args()
     print(f"CPU: {cpu()}; Python {platform.python_version()}")
     t0 = time.perf_counter()
     redactor = redactor_for([OWN_FIRST], load_pipeline())
     print(f"pipeline {redactor.method} loaded in {time.perf_counter() - t0:.2f} s")
-    report("written (typed) sentences", *recall(redactor, lower=False))
+    sentences = planted_sentences(args.sentences)
+    report("written (typed) sentences", *recall(redactor, False, sentences))
+    report("held-out set 1 (typed; used once to find gaps)", *recall(redactor, False, held_out()))
+    report("held-out set 2 (typed; never tuned on)", *recall(redactor, False, held_out(FRESH)))
     if args.voice:
-        report("as recognised (lower case, no punctuation)", *recall(redactor, lower=True))
+        lower = "as recognised (lower case, no punctuation)"
+        report(lower, *recall(redactor, True, sentences))
+        report(f"held-out, {lower}", *recall(redactor, True, held_out()))
     if args.month:
         month(args.month)
     if args.situations.exists():

@@ -5,6 +5,7 @@ Python package and no port."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -96,10 +97,8 @@ class Browser:
                 if e.get("method") == "Network.requestWillBeSent"]  # fmt: skip
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, TimeoutError, OSError):
             self.send("Browser.close", timeout=10)
-        except (RuntimeError, TimeoutError, OSError):
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -163,3 +163,86 @@ OWN_FIRST = "Zelda"  # the participant's first name, as config.toml holds it
 def caught(text: str, start: int, end: int, covered: list[tuple[int, int]]) -> bool:
     """Every letter and digit of text[start:end] lies in a redacted span."""
     return all(any(a <= i < b for a, b in covered) for i in range(start, end) if text[i].isalnum())
+
+
+# Held out: sentences written after the rules, in other shapes than the templates above, each
+# planted item marked <type|text>. The benchmark reports them apart (no rule was tuned on them).
+HELD_OUT = """\
+Honestly I never thought <friend|Olwen Baptiste> would remember my birthday, but she did.
+We drove up to <city|Harrogate> for the weekend and the hotel lost our booking.
+<family|Cormac> phoned from <city|Dublin> at six in the morning, forgetting the time difference.
+Me and <friend|Tariq Hussain> used to fish off the pier every Sunday.
+The vet said <pet|Mister Pickwick> was too fat, which I could have told him for free.
+I gave the council my number, <phone|01632 960 983>, three times and nobody called back.
+If you need me, it's <email|g.whitlock@btinternet.com> but I hardly look at it.
+It was <date|Boxing Day 1987> when the pipes burst and flooded the kitchen.
+My late husband <family|Aurelio> would have loved this weather.
+<friend|Beatrix Okafor> from the choir brought round a lasagne when I was poorly.
+The letter went to <street|17 Foxglove Crescent> instead of our house, again.
+Our postcode is <postcode|NE6 5XJ> so the taxi always goes to the wrong street.
+I was <age|sixty three> when I finally learned to swim.
+The hospital number on my wristband was <id|RX4471920> and they still called me the wrong name.
+Her number was <phone_spoken|oh one six three two nine six oh one two three> and I wrote it.
+The man on the phone spelled it out, <email_spoken|p dot hartley at outlook dot com>, twice.
+We met on <date_spoken|the twelfth of august> at a dance in the church hall.
+My daughter <family|Saoirse> has just moved to <city|Vancouver> with the grandchildren.
+I still write to <friend|Piotr Zielinski>, who I met in the army.
+Everyone at the club calls me <own_name|Zelda Marchbanks>, even the new ones.
+<family|Grandad Eustace> taught me to play cribbage when I was small.
+When we lived on <street|4 Quarry Row> the trains shook the windows all night.
+My sister <family|Philippa> and I went to <city|Lisbon> and ate far too many custard tarts.
+I rang <friend|Delphine> to tell her about the storm and we laughed for ages.
+The cat, <pet|Smudge>, sleeps on my feet and I don't have the heart to move her.
+Last year on <date|3 June> the whole street had a party for the jubilee.
+My grandson <family|Ezekiel Bramwell> is starting university in <city|Sheffield>.
+Her new mobile is <phone|07700 900 461> if you want to send her a card.
+My pension reference is <id|PN 88213 774> and I can never remember it.
+I am <own_name|Zelda>, by the way, and I've lived here forty years.
+<friend|Augustin Mbatha> helped me carry the wardrobe up the stairs.
+We buried <pet|Barnaby> under the apple tree in the back garden.
+The doctor, <friend|Dr Siddiqui>, said my blood pressure is better than hers.
+I'll be <age|eighty> next spring and I want a party with a band.
+The parcel was addressed to <street|221 Linden Avenue> but it came here.
+My brother <family|Fergus> still lives in <city|Inverness> and never visits.
+We were married on <date_spoken|the twenty-first of may nineteen sixty nine> in the rain.
+You can email the group at <email|bookclub.kirkby@gmail.com> if you want to join.
+His number, <phone_spoken|seven seven double oh nine oh oh four one two>, is on the fridge.
+My niece <family|Ottilie> sent me photos from <city|Nairobi> and the sunsets were beautiful.
+"""
+
+# A second set, written after the rules were last changed and never used to change them.
+FRESH = """\
+On Saturday <friend|Marguerite Oduya> and I walked the dogs along the canal in <city|Bath>.
+My son-in-law <family|Rashid> fixed the boiler, bless him.
+I phoned the surgery on <phone|0118 496 0734> and waited forty minutes on hold.
+<family|Auntie Gwendolyn> left me her piano when she passed.
+We honeymooned in <city|Blackpool> in <date|September 1971> and it never stopped raining.
+The nurse wrote her email down for me, <email|k.ashworth@nhs.net>, in big letters.
+I told the lady my name was <own_name|Zelda Fotheringay> and she found my file.
+Our tortoise <pet|Methuselah> is older than my grandchildren.
+My friend <friend|Ignatius> says he will come for tea on <date_spoken|the second of november>.
+I am <age|seventy nine> and I have never once been on an aeroplane.
+The old shop was at <street|58 Tanner Street> before they knocked it down.
+My godson <family|Kit Abernathy> is getting married in <city|Cork>.
+She read it out as <phone_spoken|oh seven seven zero zero nine double oh five two>.
+His address is <email_spoken|tom underscore rigby at gmail dot com> if you want it.
+Our first flat was in <postcode|LS7 3HB>, up three flights of stairs.
+My membership number is <id|KX-204-7781> and I keep it in my purse.
+<friend|Florentyna> from next door brought me daffodils from her garden.
+We lost <pet|Juniper> last winter and the house has been too quiet since.
+I visited <friend|Wendell Osei> in hospital and he was in good spirits.
+My grandmother was born in <city|Cracow> on <date|4 July 1921>.
+"""
+
+
+def held_out(text: str = HELD_OUT) -> list[Planted]:
+    out = []
+    for line in text.splitlines():
+        text, items, pos = "", [], 0
+        for m in re.finditer(r"<(\w+)\|([^>]+)>", line):
+            text += line[pos : m.start()]
+            items.append((m.group(1), len(text), len(text) + len(m.group(2))))
+            text += m.group(2)
+            pos = m.end()
+        out.append(Planted(text + line[pos:], items))
+    return out
