@@ -60,9 +60,15 @@ _TITLED = re.compile(
     r"grandad|granddad|granny|nan|sister|"
     r"brother|father|sir|dame|lady|lord)\.?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
 )
+# Words that end an introduced name ("my name is zelda and I ..."): a recogniser writes no
+# capitals, so a second word after "my name is" counts as a surname unless it is one of these.
+_GLUE = (
+    "and|but|so|or|i|i'm|is|was|by|the|to|from|in|at|of|too|as|if|now|then|though|"
+    "actually|really|just|not|my|we|you|he|she|it|that|this|here|there|please|thanks"
+)
 _INTRODUCED = re.compile(
     r"\b(?i:my name is|my name was|my name's|i am called|i'm called|call me)\s+"
-    r"((?i:[a-z][\w'-]+)(?:\s+[A-Z][\w'-]+)?)"
+    rf"((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
 )
 # A capitalised word after a verb of naming or contact ("named Ann", "I rang Delphine") or
 # before one at a sentence start ("Cormac phoned"); case-sensitive, common words excepted.
