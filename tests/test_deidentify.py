@@ -135,6 +135,10 @@ def ner_redactor():
         ("we married on June the twenty-first", "June", "[DATE]"),
         ("I am seventy four years old now", "seventy four", "[AGE]"),
         ("my national insurance number is QQ123456C", "QQ123456C", "[ID]"),
+        ("i went round to see my friend tomasz nakamura today", "nakamura", "[PERSON]"),
+        ("then i rang delphine about the storm", "delphine", "[PERSON]"),
+        ("My pension reference is PN 88213 774 somewhere", "88213", "[ID]"),
+        ("It was Boxing Day 1987 when the pipes burst", "1987", "[DATE]"),
     ],
 )
 def test_ner_and_spoken_forms(ner_redactor, text, gone, tag):
@@ -142,8 +146,15 @@ def test_ner_and_spoken_forms(ner_redactor, text, gone, tag):
     assert gone not in redacted and tag in redacted, redacted
 
 
-def test_ordinary_story_keeps_its_words(ner_redactor):
-    text = "I went for a long walk by the river yesterday and felt calm for the first time."
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I went for a long walk by the river yesterday and felt calm for the first time.",
+        "my sister said it was fine and my friend from work came round",
+        "I phoned the surgery and nobody called back, so I was ten minutes late.",
+    ],
+)
+def test_ordinary_story_keeps_its_words(ner_redactor, text):
     assert ner_redactor.redact(text) == text
 
 

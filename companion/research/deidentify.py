@@ -18,6 +18,8 @@ import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +101,13 @@ _PET = re.compile(
     r"\b(?i:dog|cat|puppy|kitten|pony|horse|rabbit|budgie|parrot|hamster|tortoise)"
     r"(?:,|\s+(?:called|named))?\s+([A-Z][\w'-]+)"
 )
+# The same contexts in text a recogniser wrote (no capitals at all): the word after a
+# relation or contact verb is a name when it is not an ordinary word (`_ordinary`).
+_LOWER_NAMED = re.compile(
+    rf"\b(?:(?:my|our|her|his|their)\s+(?:{_RELATIONS}|dog|cat|puppy|kitten|rabbit)"
+    r"(?:\s+(?:called|named))?|rang|phoned|texted|visited|named|called)\s+"
+    r"([a-z][\w'-]+(?:\s+[a-z][\w'-]+)?)"
+)
 # Mixed letters and at least three digits: national insurance, NHS or account numbers,
 # written as one token or in groups ("PN 88213 774", "QQ 12 34 56 C").
 ID = re.compile(r"\b(?=[A-Z0-9-]*\d[A-Z0-9-]*\d[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9-]{5,}\b")
@@ -120,7 +129,7 @@ WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     *spoken.PATTERNS,
 ]
 # When spans overlap, the merged span keeps the most specific tag.
-_PRIORITY = ["EMAIL", "PHONE", "ADDRESS", "ID", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG"]
+_PRIORITY = ["EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG"]
 
 
 @dataclass(frozen=True)
@@ -142,6 +151,8 @@ class Redactor:
         for pattern in (_TITLED, _INTRODUCED, _RELATED, _CONTACT, _SUBJECT):
             found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
         found += [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
+        if not any(c.isupper() for c in text):
+            found += _lower_names(text)
         for label, pattern in spoken.GROUPED:
             found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
         for name in self.names:
@@ -161,6 +172,30 @@ class Redactor:
         if not text:
             return text
         return apply_spans(text, self.spans_many([text], use_ner)[0])
+
+
+@lru_cache(maxsize=1)
+def _ordinary() -> frozenset[str]:
+    """Ordinary English words: those of our story bank and protocol wording (the companion's
+    own sentences), plus function words. A name is rarely among them."""
+    data = resources.files("companion.data")
+    text = data.joinpath("stories.jsonl").read_text("utf-8")
+    text += data.joinpath("default_protocol.toml").read_text("utf-8")
+    words = set(re.findall(r"[a-z][a-z']*", text.lower())) | set(_GLUE.split("|"))
+    return frozenset(words)
+
+
+def _lower_names(text: str) -> list[Span]:
+    found = []
+    for m in _LOWER_NAMED.finditer(text):
+        start = end = m.start(1)
+        for word in m.group(1).split():
+            if word in _ordinary() or len(word) < 3:
+                break
+            end = text.index(word, end) + len(word)
+        if end > start:
+            found.append(Span(start, end, "PERSON"))
+    return found
 
 
 def apply_spans(text: str, spans: list[Span]) -> str:

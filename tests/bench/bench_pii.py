@@ -71,9 +71,11 @@ def recall(
     return {k: (hits[k], totals[k]) for k in sorted(totals)}, missed
 
 
-def over_redaction(redactor: Redactor, path: Path) -> tuple[int, int, float]:
+def over_redaction(redactor: Redactor, path: Path, lower: bool) -> tuple[int, int, float]:
     with path.open(newline="", encoding="utf-8") as f:
         texts = [row["content"] for row in csv.DictReader(f)]
+    if lower:
+        texts = [re.sub(r"[^\w\s@'-]", " ", t).lower() for t in texts]
     t0 = time.perf_counter()
     found = redactor.spans_many(texts)
     elapsed = time.perf_counter() - t0
@@ -148,7 +150,10 @@ if __name__ == "__main__":
         report(f"held-out, {lower}", *recall(redactor, True, held_out()))
     if args.month:
         month(args.month)
-    if args.situations.exists():
-        redacted, words, elapsed = over_redaction(redactor, args.situations)
-        print(f"\nover-redaction on {args.situations.name}: {redacted}/{words} words = "
+    for lower in (False, True) if args.voice else (False,):
+        if not args.situations.exists():
+            break
+        redacted, words, elapsed = over_redaction(redactor, args.situations, lower)
+        form = " (lower case, no punctuation)" if lower else ""
+        print(f"\nover-redaction on {args.situations.name}{form}: {redacted}/{words} words = "
               f"{100 * redacted / words:.2f} % ({elapsed:.1f} s)")  # fmt: skip
