@@ -135,7 +135,7 @@ _PRIORITY = ["EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PERSON", "PET", 
 @dataclass(frozen=True)
 class Redactor:
     """Replaces identifying spans with their type: [PERSON], [PLACE], [ORG], [EMAIL],
-    [PHONE], [ADDRESS], [DATE], [AGE], [ID]. Patterns (written and spoken forms, the
+    [PHONE], [ADDRESS], [DATE], [AGE], [ID], [PET]. Patterns (written and spoken forms, the
     names it was given) always run; `ner` adds what a named-entity pipeline finds."""
 
     names: tuple[str, ...] = ()
