@@ -37,6 +37,7 @@ from companion.store.queries import ensure_participant
 from companion.store.readonly import ReadOnly
 
 if TYPE_CHECKING:
+    from companion.model.bank import EncodeResult, Progress
     from companion.voice.channels import VoiceSettings
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,11 @@ def story_chooser(opened: Opened) -> StoryChooser:
         encoder = Encoder.load(model)
         weights = ScoreWeights(opened.protocol.semantic_weight, opened.protocol.emotion_weight)
         chooser = EmpathicChooser(encoder, weights)
+        # The shipped bank's encodings come with the package: copied, never encoded, here.
+        from companion.engine.stories import load_stories
+        from companion.model.bank import copy_shipped
+
+        copy_shipped(opened.db, chooser.encoder.version, load_stories(opened.db))
     except CompanionError as exc:
         log_event(opened.db, "model_unavailable", str(exc), level="warning")
         chooser = StoryChooser(LexicalMatcher())
@@ -105,19 +111,23 @@ def story_chooser(opened: Opened) -> StoryChooser:
     return chooser
 
 
-def prepare_bank(opened: Opened) -> int:
-    """Encode the story bank now (at init or service start), not during a participant's session.
-
-    Returns how many stories the model has encodings for (0 with the lexical fallback).
-    """
+def encode_bank(opened: Opened, progress: Progress | None = None) -> EncodeResult | None:
+    """Encode every story the model has not encoded yet (at init, import, service start, model
+    upgrade), never during a participant's session. None with the lexical fallback."""
     chooser = story_chooser(opened)
     from companion.engine.stories import load_stories
-    from companion.model.empathy import EmpathicChooser, bank_encodings
+    from companion.model.bank import encode_bank as encode
+    from companion.model.empathy import EmpathicChooser
 
     if not isinstance(chooser, EmpathicChooser):
-        return 0
-    stories = load_stories(opened.db)
-    return len(bank_encodings(opened.db, chooser.encoder, stories)[0]) if stories else 0
+        return None
+    return encode(opened.db, chooser.encoder, load_stories(opened.db), progress)
+
+
+def prepare_bank(opened: Opened, progress: Progress | None = None) -> int:
+    """Encode the bank now; returns how many stories are encoded (0 with the lexical fallback)."""
+    result = encode_bank(opened, progress)
+    return result.total if result else 0
 
 
 def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> SessionResult:
