@@ -91,6 +91,22 @@ def test_long_input_is_windowed_not_truncated(encoder: Encoder) -> None:
     assert not np.allclose(plain.emotions, with_fact.emotions, atol=1e-3)
 
 
+def test_a_turn_of_any_length_is_encoded_in_bounded_windows(encoder: Encoder) -> None:
+    from companion.model.encode import MAX_WINDOWS
+
+    story = " ".join(f"On day {i} I fixed the fence with my neighbour and we talked." for i in
+                     range(170))  # fmt: skip
+    assert len(story.split()) >= 2000
+    body = encoder._tok.encode(story, add_special_tokens=False).ids
+    windows = encoder.token_windows(story)
+    assert windows.shape == (MAX_WINDOWS, encoder.window)  # not ceil(len / 126) windows
+    width = encoder.window - 2
+    assert windows[0, 1:-1].tolist() == body[:width]  # the beginning...
+    assert windows[-1, 1:-1].tolist() == body[-width:]  # ...and the end are always encoded
+    ending = encoder.encode(story + " Then the storm took the roof and I lost everything.")
+    assert float(encoder.encode(story).embedding @ ending.embedding) < 0.999
+
+
 def test_emotions_are_probabilities_and_tell_sad_from_joyful(encoder: Encoder) -> None:
     sad, joy = encoder.encode(SAD), encoder.encode(JOYFUL)
     for enc in (sad, joy):

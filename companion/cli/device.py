@@ -77,6 +77,8 @@ def model_eval(csv_path, matching_path, protocol_path, semantic, emotion, model_
         protocol.semantic_weight if semantic is None else semantic,
         protocol.emotion_weight if emotion is None else emotion,
     )
+    if weights.semantic == weights.emotion == 0:
+        raise click.UsageError("--semantic and --emotion must not both be 0")
     encoder = Encoder.load(Path(model_path) if model_path else None)
     click.echo(json.dumps(evaluate_matching(encoder, Path(matching_path), weights)))
 
