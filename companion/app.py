@@ -113,15 +113,31 @@ def story_chooser(opened: Opened) -> StoryChooser:
 
 def encode_bank(opened: Opened, progress: Progress | None = None) -> EncodeResult | None:
     """Encode every story the model has not encoded yet (at init, import, service start, model
-    upgrade), never during a participant's session. None with the lexical fallback."""
-    chooser = story_chooser(opened)
-    from companion.engine.stories import load_stories
-    from companion.model.bank import encode_bank as encode
-    from companion.model.empathy import EmpathicChooser
+    upgrade), never during a participant's session. None with the lexical fallback.
 
+    The shipped bank's encodings are copied from the package; the model is loaded only when
+    some story still needs encoding (so `init` on a new device stays quick and light).
+    """
+    from companion.engine.stories import load_stories
+    from companion.model.bank import EncodeResult, copy_shipped, encode_bank, encoded_ids
+    from companion.model.empathy import EmpathicChooser
+    from companion.model.encode import model_build
+
+    stories = load_stories(opened.db)
+    try:
+        version = model_build(
+            Path(opened.config.model).expanduser() if opened.config.model else None
+        )
+    except CompanionError:
+        version = None  # story_chooser logs why and falls back
+    if version is not None:
+        copied = copy_shipped(opened.db, version, stories)
+        if len(encoded_ids(opened.db, version) & {s.id for s in stories}) == len(stories):
+            return EncodeResult(version, len(stories), 0, copied, 0.0)
+    chooser = story_chooser(opened)
     if not isinstance(chooser, EmpathicChooser):
         return None
-    return encode(opened.db, chooser.encoder, load_stories(opened.db), progress)
+    return encode_bank(opened.db, chooser.encoder, stories, progress)
 
 
 def prepare_bank(opened: Opened, progress: Progress | None = None) -> int:

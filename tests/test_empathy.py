@@ -57,15 +57,27 @@ def test_sad_story_is_matched_to_a_sad_story(home: Path) -> None:
 
 # Stories written for these tests (the companion team's own sentences).
 EXTRA = [
-    ("The empty kennel", "sad", "When our old dog died last spring I kept his kennel in the "
-     "garden for months. Every morning I looked at it and felt the quiet where his barking used "
-     "to be, and I cried more than I expected to."),
-    ("Keys in the lake", "furious", "My brother threw my car keys into the lake as a joke and I "
-     "was so angry I could not speak. We had to walk six miles home in the rain and he laughed "
-     "the whole way while I fumed beside him."),
-    ("A letter from Ana", "grateful", "A neighbour I barely knew left a letter in my door "
-     "thanking me for shovelling her path all winter. I had never thought she noticed, and it "
-     "made me feel warm and thankful for days."),
+    (
+        "The empty kennel",
+        "sad",
+        "When our old dog died last spring I kept his kennel in the "
+        "garden for months. Every morning I looked at it and felt the quiet where his barking used "
+        "to be, and I cried more than I expected to.",
+    ),
+    (
+        "Keys in the lake",
+        "furious",
+        "My brother threw my car keys into the lake as a joke and I "
+        "was so angry I could not speak. We had to walk six miles home in the rain and he laughed "
+        "the whole way while I fumed beside him.",
+    ),
+    (
+        "A letter from Ana",
+        "grateful",
+        "A neighbour I barely knew left a letter in my door "
+        "thanking me for shovelling her path all winter. I had never thought she noticed, and it "
+        "made me feel warm and thankful for days.",
+    ),
 ]
 
 
@@ -92,7 +104,8 @@ def test_a_session_never_encodes_the_bank_and_logs_what_it_left_out(home: Path) 
     app.prepare_bank(app.open_home(home))
     assert {r[0] for r in db.execute("SELECT story_id FROM story_embeddings")} >= set(ids)
     run_text_session(home, SAD_STORY)
-    assert db.execute("SELECT COUNT(*) FROM events WHERE kind = 'bank_not_encoded'").fetchone() == (1,)
+    events = db.execute("SELECT COUNT(*) FROM events WHERE kind = 'bank_not_encoded'")
+    assert events.fetchone() == (1,)
 
 
 def test_a_new_model_build_copies_the_shipped_encodings_and_leaves_imports_out(home: Path) -> None:

@@ -97,18 +97,22 @@ def _synthetic_stories(n: int) -> list[dict[str, str]]:
     import random
 
     parts = [
-        "I walked to the market early this morning.", "My sister called me after many years.",
-        "The bus was late and I stood in the cold rain.", "We planted tomatoes in the garden.",
-        "I could not find my glasses anywhere.", "A stranger helped me carry the shopping home.",
-        "The kettle broke just as the guests arrived.", "My grandson showed me his drawings.",
-        "I felt nervous before the appointment.", "The dog next door barked all night.",
-        "We laughed until our sides hurt.", "I missed my old friends from work.",
+        "I walked to the market early this morning.",
+        "My sister called me after many years.",
+        "The bus was late and I stood in the cold rain.",
+        "We planted tomatoes in the garden.",
+        "I could not find my glasses anywhere.",
+        "A stranger helped me carry the shopping home.",
+        "The kettle broke just as the guests arrived.",
+        "My grandson showed me his drawings.",
+        "I felt nervous before the appointment.",
+        "The dog next door barked all night.",
+        "We laughed until our sides hurt.",
+        "I missed my old friends from work.",
     ]
     rng = random.Random(7)
-    return [
-        {"title": f"Day {i}", "text": f"On day {i} " + " ".join(rng.sample(parts, rng.randint(4, 8)))}
-        for i in range(n)
-    ]
+    texts = [" ".join([f"On day {i}", *rng.sample(parts, rng.randint(4, 8))]) for i in range(n)]
+    return [{"title": f"Day {i}", "text": text} for i, text in enumerate(texts)]
 
 
 def test_import_encodes_with_progress_and_a_killed_import_keeps_what_it_encoded(

@@ -20,7 +20,7 @@ import sqlite_utils
 from companion.clock import iso, utc_now
 from companion.emotions import EMOTIONS
 from companion.engine.stories import Story, content_hash
-from companion.model.encode import Encoder, TextEncoding
+from companion.model.encode import Encoder, TextEncoding, build_id
 from companion.store.db import transaction
 
 log = logging.getLogger(__name__)
@@ -34,8 +34,7 @@ class CachedEncoder:
 
     def __init__(self, encoder: Encoder) -> None:
         self.encoder = encoder
-        # Name, version and checksum: a rebuilt model never reuses another build's encodings.
-        self.version = f"{encoder.version}+{str(encoder.meta.get('sha256', ''))[:12]}"
+        self.version = build_id(encoder.version, encoder.meta)
         self._cache: dict[str, TextEncoding] = {}
 
     def encode(self, text: str) -> TextEncoding:
@@ -205,6 +204,7 @@ class BankEncodings:
     stories: list[Story]
     embeddings: np.ndarray  # (N, 384) float32
     emotions: np.ndarray  # (N, 32) float32, tag-blended
+    words: np.ndarray  # (N,) word counts (stored with the story)
     unencoded: list[Story]
 
 
@@ -213,9 +213,10 @@ def stored_encodings(
 ) -> BankEncodings:
     """Read the stored encodings of `stories`; never encodes (a session must not stall)."""
     rows = {
-        r[0]: (r[1], r[2])
+        r[0]: (r[1], r[2], r[3])
         for r in db.execute(
-            "SELECT story_id, embedding, emotions FROM story_embeddings WHERE model_version = ?",
+            "SELECT e.story_id, e.embedding, e.emotions, s.word_count FROM story_embeddings e "
+            "JOIN stories s ON s.id = e.story_id WHERE e.model_version = ?",
             [model_version],
         )
     }
@@ -223,4 +224,5 @@ def stored_encodings(
     dim, n_emo = 384, len(EMOTIONS)
     emb = np.frombuffer(b"".join(rows[s.id][0] for s in have), np.float32).reshape(-1, dim)
     emo = np.frombuffer(b"".join(rows[s.id][1] for s in have), np.float32).reshape(-1, n_emo)
-    return BankEncodings(have, emb, emo, [s for s in stories if s.id not in rows])
+    words = np.array([rows[s.id][2] for s in have], np.int64)
+    return BankEncodings(have, emb, emo, words, [s for s in stories if s.id not in rows])

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 import sqlite_utils
@@ -28,8 +29,8 @@ from companion.model.bank import (  # noqa: F401  (re-exported: scripts and test
     CachedEncoder,
     bank_cache_path,
     shipped_encodings,
-    story_emotions,
     stored_encodings,
+    story_emotions,
     write_bank_cache,
 )
 from companion.model.encode import Encoder
@@ -87,7 +88,7 @@ class EmpathicMatcher:
             db, encoder, weights, state, seed,
         )  # fmt: skip
 
-    def rank(self, query: str, candidates: Sequence[Story]) -> list[Ranked]:
+    def rank(self, query: str, candidates: Sequence[Story]) -> Sequence[Ranked]:
         """The encoded candidates, best first by the value the choice is made on.
 
         Ranked.score is that value (3 + predicted rating shift + exploration bonus); the
@@ -110,12 +111,11 @@ class EmpathicMatcher:
         # No story told: match on a neutral query (the preference model still ranks).
         q = self.encoder.encode(query or "a day in my life")
         scores = score(q, bank.embeddings, bank.emotions, self.weights)
-        words = np.array([s.word_count for s in bank.stories])
-        features = personalize.story_features(scores.total, bank.emotions, words)
+        features = personalize.story_features(scores.total, bank.emotions, bank.words)
         value, bonus = personalize.values(self.state, features, self.seed)
         order = np.lexsort((np.arange(len(value)), -value))
-        ranked = []
-        for i in order:
+
+        def entry(i: int) -> Ranked:
             components = {
                 "match": round(float(scores.total[i]), 6),
                 "semantic": round(float(scores.semantic[i]), 6),
@@ -125,8 +125,28 @@ class EmpathicMatcher:
                 "bonus": round(float(bonus[i]), 6),
                 "features": [round(float(v), 9) for v in features[i]],
             }
-            ranked.append(Ranked(bank.stories[i], round(float(value[i]), 6), components))
-        return ranked
+            return Ranked(bank.stories[i], round(float(value[i]), 6), components)
+
+        return LazyRanking(order, entry)
+
+
+class LazyRanking(Sequence[Ranked]):
+    """Best-first ranking whose entries are built when read: a session reads one of 10,000."""
+
+    def __init__(self, order: np.ndarray, entry: Callable[[int], Ranked]) -> None:
+        self._order, self._entry = order, entry
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, index: int) -> Ranked: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Ranked]: ...
+    def __getitem__(self, index: int | slice) -> Ranked | list[Ranked]:
+        if isinstance(index, slice):
+            return [self._entry(int(i)) for i in self._order[index]]
+        return self._entry(int(self._order[index]))
 
 
 @dataclass(frozen=True)

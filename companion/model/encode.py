@@ -91,6 +91,25 @@ def _read_sidecar(model_path: Path) -> dict:
     return meta
 
 
+def resolve_model(model_path: Path | None = None) -> Path:
+    """The given model file, else the newest shipped one."""
+    if model_path is None:
+        return max(default_model_dir().glob(MODEL_GLOB), key=_version_key)
+    return Path(model_path)
+
+
+def model_build(model_path: Path | None = None) -> str:
+    """The build id encodings are stored under (name-version+sha256 prefix), read from the
+    verified sidecar without loading onnxruntime (so light commands stay light)."""
+    meta = _read_sidecar(resolve_model(model_path))
+    return build_id(f"{meta['name']}-{meta['version']}", meta)
+
+
+def build_id(version: str, meta: dict) -> str:
+    # Name, version and checksum: a rebuilt model never reuses another build's encodings.
+    return f"{version}+{str(meta.get('sha256', ''))[:12]}"
+
+
 class Encoder:
     """Loaded model + tokenizer. Create with `Encoder.load()`; thread-compatible, not reentrant."""
 
@@ -112,9 +131,7 @@ class Encoder:
         from tokenizers import Tokenizer
 
         config = config or EncoderConfig()
-        if model_path is None:
-            model_path = max(default_model_dir().glob(MODEL_GLOB), key=_version_key)
-        model_path = Path(model_path)
+        model_path = resolve_model(model_path)
         meta = _read_sidecar(model_path)
         tok = Tokenizer.from_file(str(model_path.with_name(meta["tokenizer"]["file"])))
         # The upstream tokenizer pads and truncates to 128; we window long texts ourselves.

@@ -32,9 +32,7 @@ def precision_at(scores: np.ndarray, labels: np.ndarray, ks: tuple[int, ...]) ->
     return out
 
 
-def evaluate_matching(
-    encoder: Encoder, csv_path: Path, weights: ScoreWeights
-) -> dict[str, object]:
+def evaluate_matching(encoder: Encoder, csv_path: Path, weights: ScoreWeights) -> dict[str, object]:
     labels, texts = read_emotion_csv(Path(csv_path))
     encoded = encoder.encode_many(texts)
     emb = np.stack([e.embedding for e in encoded]).astype(np.float32)
