@@ -141,7 +141,9 @@ def encode_bank(opened: Opened, progress: Progress | None = None) -> EncodeResul
 
 
 def prepare_bank(opened: Opened, progress: Progress | None = None) -> int:
-    """Encode the bank now; returns how many stories are encoded (0 with the lexical fallback)."""
+    """Load the model and encode the bank now (service start: the first session then waits for
+    neither); returns how many stories are encoded (0 with the lexical fallback)."""
+    story_chooser(opened)
     result = encode_bank(opened, progress)
     return result.total if result else 0
 
