@@ -37,6 +37,7 @@ from companion.store.queries import ensure_participant
 from companion.store.readonly import ReadOnly
 
 if TYPE_CHECKING:
+    from companion.model.bank import EncodeResult, Progress
     from companion.voice.channels import VoiceSettings
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,11 @@ def story_chooser(opened: Opened) -> StoryChooser:
         encoder = Encoder.load(model)
         weights = ScoreWeights(opened.protocol.semantic_weight, opened.protocol.emotion_weight)
         chooser = EmpathicChooser(encoder, weights)
+        # The shipped bank's encodings come with the package: copied, never encoded, here.
+        from companion.engine.stories import load_stories
+        from companion.model.bank import copy_shipped
+
+        copy_shipped(opened.db, chooser.encoder.version, load_stories(opened.db))
     except CompanionError as exc:
         log_event(opened.db, "model_unavailable", str(exc), level="warning")
         chooser = StoryChooser(LexicalMatcher())
@@ -105,19 +111,41 @@ def story_chooser(opened: Opened) -> StoryChooser:
     return chooser
 
 
-def prepare_bank(opened: Opened) -> int:
-    """Encode the story bank now (at init or service start), not during a participant's session.
+def encode_bank(opened: Opened, progress: Progress | None = None) -> EncodeResult | None:
+    """Encode every story the model has not encoded yet (at init, import, service start, model
+    upgrade), never during a participant's session. None with the lexical fallback.
 
-    Returns how many stories the model has encodings for (0 with the lexical fallback).
+    The shipped bank's encodings are copied from the package; the model is loaded only when
+    some story still needs encoding (so `init` on a new device stays quick and light).
     """
-    chooser = story_chooser(opened)
     from companion.engine.stories import load_stories
-    from companion.model.empathy import EmpathicChooser, bank_encodings
+    from companion.model.bank import EncodeResult, copy_shipped, encode_bank, encoded_ids
+    from companion.model.empathy import EmpathicChooser
+    from companion.model.encode import model_build
 
-    if not isinstance(chooser, EmpathicChooser):
-        return 0
     stories = load_stories(opened.db)
-    return len(bank_encodings(opened.db, chooser.encoder, stories)[0]) if stories else 0
+    try:
+        version = model_build(
+            Path(opened.config.model).expanduser() if opened.config.model else None
+        )
+    except CompanionError:
+        version = None  # story_chooser logs why and falls back
+    if version is not None:
+        copied = copy_shipped(opened.db, version, stories)
+        if len(encoded_ids(opened.db, version) & {s.id for s in stories}) == len(stories):
+            return EncodeResult(version, len(stories), 0, copied, 0.0)
+    chooser = story_chooser(opened)
+    if not isinstance(chooser, EmpathicChooser):
+        return None
+    return encode_bank(opened.db, chooser.encoder, stories, progress)
+
+
+def prepare_bank(opened: Opened, progress: Progress | None = None) -> int:
+    """Load the model and encode the bank now (service start: the first session then waits for
+    neither); returns how many stories are encoded (0 with the lexical fallback)."""
+    story_chooser(opened)
+    result = encode_bank(opened, progress)
+    return result.total if result else 0
 
 
 def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> SessionResult:

@@ -33,9 +33,12 @@ def test_session_uses_the_model_and_logs_components(home: Path) -> None:
     condition, match_score, rank, components, learned = row
     parts = json.loads(components)
     assert condition == "matched" and rank == 1
-    assert {"semantic", "emotion", "features", "query_emotion", "model_version"} <= set(parts)
+    assert {"match", "semantic", "emotion", "bonus", "features", "query_emotion",
+            "model_version"} <= set(parts)  # fmt: skip
     assert 0.0 < parts["emotion"] <= 1.0 and -1.0 <= parts["semantic"] <= 1.0
-    assert abs(match_score - (0.6 * parts["semantic"] + 0.4 * parts["emotion"])) < 1e-4
+    assert abs(parts["match"] - (0.6 * parts["semantic"] + 0.4 * parts["emotion"])) < 1e-4
+    # the logged score is the value the story was ranked on: 3 + 2.5 x match + bonus (no ratings)
+    assert abs(match_score - (3.0 + 2.5 * parts["match"] + parts["bonus"])) < 1e-4
     # the participant's grief is recognised and acknowledged by name
     assert parts["query_emotion"] in {"sad", "devastated", "lonely", "nostalgic"}
     assert any(word in output for word in ("sad", "heartbroken", "lonely", "nostalgic"))
@@ -52,25 +55,99 @@ def test_sad_story_is_matched_to_a_sad_story(home: Path) -> None:
     assert emotion in {"sad", "devastated", "lonely", "nostalgic", "sentimental", "disappointed"}
 
 
-def test_bank_encodings_are_cached_and_recomputed_for_a_new_model(home: Path) -> None:
+# Stories written for these tests (the companion team's own sentences).
+EXTRA = [
+    (
+        "The empty kennel",
+        "sad",
+        "When our old dog died last spring I kept his kennel in the "
+        "garden for months. Every morning I looked at it and felt the quiet where his barking used "
+        "to be, and I cried more than I expected to.",
+    ),
+    (
+        "Keys in the lake",
+        "furious",
+        "My brother threw my car keys into the lake as a joke and I "
+        "was so angry I could not speak. We had to walk six miles home in the rain and he laughed "
+        "the whole way while I fumed beside him.",
+    ),
+    (
+        "A letter from Ana",
+        "grateful",
+        "A neighbour I barely knew left a letter in my door "
+        "thanking me for shovelling her path all winter. I had never thought she noticed, and it "
+        "made me feel warm and thankful for days.",
+    ),
+]
+
+
+def _add_extra(home: Path) -> list[str]:
+    from companion.engine.stories import Story, add_stories
+
+    opened = app.open_home(home)
+    stories = [Story(f"extra-{i}", t, x, e) for i, (t, e, x) in enumerate(EXTRA)]
+    add_stories(opened.db, stories, source="import:test")
+    return [s.id for s in stories]
+
+
+def test_a_session_never_encodes_the_bank_and_logs_what_it_left_out(home: Path) -> None:
+    ids = _add_extra(home)  # in the bank, not encoded (as after an import that was killed)
+    result, _, db = run_text_session(home, SAD_STORY)
+    assert result.status == "completed"
+    encoded = {r[0] for r in db.execute("SELECT story_id FROM story_embeddings")}
+    assert not encoded & set(ids)  # the session encoded nothing
+    story = db.execute("SELECT story_id FROM story_exposures").fetchone()[0]
+    assert story in encoded
+    detail = db.execute("SELECT detail FROM events WHERE kind = 'bank_not_encoded'").fetchone()[0]
+    assert detail.startswith("3 of 67 unheard stories have no encoding")
+    # Encoding at import time (or init) makes them candidates; the next session has them all.
+    app.prepare_bank(app.open_home(home))
+    assert {r[0] for r in db.execute("SELECT story_id FROM story_embeddings")} >= set(ids)
     run_text_session(home, SAD_STORY)
+    events = db.execute("SELECT COUNT(*) FROM events WHERE kind = 'bank_not_encoded'")
+    assert events.fetchone() == (1,)
+
+
+def test_a_new_model_build_copies_the_shipped_encodings_and_leaves_imports_out(home: Path) -> None:
+    ids = _add_extra(home)
+    app.prepare_bank(app.open_home(home))
     db = open_db(home / "companion.db")
-    n_stories = db["stories"].count
-    versions = db.execute(
-        "SELECT model_version, COUNT(*) FROM story_embeddings GROUP BY model_version"
-    ).fetchall()
-    assert len(versions) == 1 and versions[0][1] == n_stories
-    version = versions[0][0]
+    (version,) = db.execute("SELECT DISTINCT model_version FROM story_embeddings").fetchone()
     assert version.startswith("companion-empathy-1+")
-    # Pretend the stored encodings came from an older model: the next session recomputes.
+    # Pretend the stored encodings came from an older model build.
     db.execute("UPDATE story_embeddings SET model_version = 'companion-empathy-0+old'")
-    run_text_session(home, SAD_STORY)
-    counts = dict(
-        db.execute(
-            "SELECT model_version, COUNT(*) FROM story_embeddings GROUP BY model_version"
-        ).fetchall()
-    )
-    assert counts[version] == n_stories - 1  # all but the story already heard
+    result, _, _ = run_text_session(home, SAD_STORY)
+    assert result.status == "completed"
+    rows = {r[0] for r in db.execute(
+        "SELECT story_id FROM story_embeddings WHERE model_version = ?", [version])}  # fmt: skip
+    assert len(rows) == 64 and not rows & set(ids)  # shipped copied, imports not encoded
+    assert db.execute("SELECT COUNT(*) FROM events WHERE kind = 'bank_not_encoded'").fetchone()[0]
+
+
+def test_protocol_weights_change_the_chosen_story(home: Path) -> None:
+    """On a fixed bank (the shipped one) and fixed query, the [matching] weights decide."""
+    from companion.engine.stories import unheard_stories
+    from companion.model import personalize
+    from companion.model.empathy import PERSONALIZE, EmpathicMatcher
+    from companion.model.similarity import ScoreWeights
+
+    opened = app.open_home(home)
+    chooser = app.story_chooser(opened)
+    assert isinstance(chooser, EmpathicChooser)
+    bank = unheard_stories(opened.db, "P042")
+    query = " ".join(SAD_STORY[2:4])
+    firsts = {}
+    for weights in ((1.0, 0.0), (0.6, 0.4), (0.0, 1.0)):
+        matcher = EmpathicMatcher(opened.db, chooser.encoder, ScoreWeights(*weights),
+                                  personalize.initial_state(PERSONALIZE), seed=1)  # fmt: skip
+        ranked = matcher.rank(query, bank)
+        # rank 1 is the best empathic match under these weights, and the logged score orders it
+        matches = [r.components["match"] for r in ranked]
+        assert matches == sorted(matches, reverse=True)
+        assert [r.score for r in ranked] == sorted((r.score for r in ranked), reverse=True)
+        firsts[weights] = [r.story.id for r in ranked[:5]]
+    assert firsts[(1.0, 0.0)] != firsts[(0.0, 1.0)]
+    assert len({f[0] for f in firsts.values()}) >= 2
 
 
 def test_replay_is_exact_and_detects_tampering(home: Path) -> None:

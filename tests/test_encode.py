@@ -91,6 +91,22 @@ def test_long_input_is_windowed_not_truncated(encoder: Encoder) -> None:
     assert not np.allclose(plain.emotions, with_fact.emotions, atol=1e-3)
 
 
+def test_a_turn_of_any_length_is_encoded_in_bounded_windows(encoder: Encoder) -> None:
+    from companion.model.encode import MAX_WINDOWS
+
+    story = " ".join(f"On day {i} I fixed the fence with my neighbour and we talked." for i in
+                     range(170))  # fmt: skip
+    assert len(story.split()) >= 2000
+    body = encoder._tok.encode(story, add_special_tokens=False).ids
+    windows = encoder.token_windows(story)
+    assert windows.shape == (MAX_WINDOWS, encoder.window)  # not ceil(len / 126) windows
+    width = encoder.window - 2
+    assert windows[0, 1:-1].tolist() == body[:width]  # the beginning...
+    assert windows[-1, 1:-1].tolist() == body[-width:]  # ...and the end are always encoded
+    ending = encoder.encode(story + " Then the storm took the roof and I lost everything.")
+    assert float(encoder.encode(story).embedding @ ending.embedding) < 0.999
+
+
 def test_emotions_are_probabilities_and_tell_sad_from_joyful(encoder: Encoder) -> None:
     sad, joy = encoder.encode(SAD), encoder.encode(JOYFUL)
     for enc in (sad, joy):
@@ -153,3 +169,38 @@ def test_cli_eval_bad_csv_exits_2_with_one_line(tmp_path: Path) -> None:
     out = run_cli("model", "eval", "--emotions", str(good), "--model", str(tmp_path / "no.onnx"))
     err = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(err) == 1 and "no.onnx" in err[0]
+
+
+def test_precision_at_k_counts_same_label_neighbours() -> None:
+    from companion.model.evaluate import precision_at
+
+    labels = np.array([0, 0, 1, 1])
+    s = np.array([[9, 1, 5, 0], [3, 9, 2, 1], [0, 0, 9, 1], [2, 2, 0, 9]], float)
+    # top 2 (self excluded): row 0 -> 2, 1 (miss, hit); row 1 -> 0, 2 (hit, miss);
+    # row 2 -> 3, 0 (hit, miss: 0 and 1 tie, lower index first); row 3 -> 0, 1 (miss, miss)
+    out = precision_at(s, labels, (1, 2))
+    assert out == {"p_at_1": 0.5, "p_at_2": 0.375}
+
+
+def test_evaluate_matching_cli_weights_and_baselines(tmp_path: Path) -> None:
+    label = {name: str(i + 1) for i, name in enumerate(EMOTIONS)}
+    rows = [
+        (label["sad"], SAD),
+        (label["sad"], "My grandmother passed away and I cried at her funeral all afternoon."),
+        (label["joyful"], JOYFUL),
+        (label["joyful"], "We won the local football cup and danced in the street, so happy."),
+        (label["afraid"], "I heard someone breaking into the house at night and froze."),
+        (label["afraid"], "The plane shook so hard in the storm I was sure we would crash."),
+    ]
+    csv_path = write_csv(tmp_path / "m.csv", rows)
+    out = run_cli("model", "eval", "--matching", str(csv_path))
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["n"] == 6 and result["weights"] == {"semantic": 0.6, "emotion": 0.4}
+    assert set(result["cosine"]) == set(result["emotion_only"]) == {"p_at_1", "p_at_5"}
+    assert result["p_at_1"] >= 0.5  # pairs of clearly same-feeling stories
+    only = json.loads(run_cli("model", "eval", "--matching", str(csv_path),
+                              "--semantic", "0", "--emotion", "1").stdout)  # fmt: skip
+    assert {k: only[k] for k in ("p_at_1", "p_at_5")} == result["emotion_only"]
+    both = run_cli("model", "eval", "--matching", str(csv_path), "--emotions", str(csv_path))
+    assert both.returncode == 2 and "one of --emotions" in both.stderr

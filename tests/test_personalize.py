@@ -18,6 +18,7 @@ from companion.model.personalize import (
     rerank,
     story_features,
     update,
+    values,
 )
 from companion.model.similarity import score
 
@@ -51,7 +52,7 @@ def test_update_matches_batch_posterior_and_replay() -> None:
         state = update(state, row, float(r))
     prec0 = 2.0 * np.eye(N_FEATURES)
     mu0 = np.zeros(N_FEATURES)
-    mu0[1:3] = [1.5, 1.0]
+    mu0[1] = 2.5
     prec = prec0 + x.T @ x / 0.5
     mean = np.linalg.solve(prec, prec0 @ mu0 + x.T @ (y - 3.0) / 0.5)
     assert np.allclose(state.mean(), mean) and state.n == 12
@@ -81,13 +82,14 @@ def test_story_features_shapes_and_family_one_hot() -> None:
     emo = np.zeros((2, len(EMOTIONS)), np.float32)
     emo[0, EMOTIONS.index("sad")] = 1.0
     emo[1, EMOTIONS.index("joyful")] = 1.0
-    x = story_features(np.array([0.2, 0.3]), np.array([0.5, 0.6]), emo, np.array([10, 200]))
+    x = story_features(np.array([0.2, 0.3]), emo, np.array([10, 200]))
     assert x.shape == (2, N_FEATURES)
-    assert x[:, 3:-1].sum(1).tolist() == [1.0, 1.0]
-    assert x[0, 3 + FAMILY_NAMES.index("sadness")] == 1.0
-    assert x[1, 3 + FAMILY_NAMES.index("joy")] == 1.0
+    assert x[:, 1].tolist() == [0.2, 0.3]
+    assert x[:, 2:-1].sum(1).tolist() == [1.0, 1.0]
+    assert x[0, 2 + FAMILY_NAMES.index("sadness")] == 1.0
+    assert x[1, 2 + FAMILY_NAMES.index("joy")] == 1.0
     assert x[1, -1] > x[0, -1]
-    assert story_features(0.1, 0.2, emo[0], 10).shape == (N_FEATURES,)
+    assert story_features(0.1, emo[0], 10).shape == (N_FEATURES,)
 
 
 def test_synthetic_participant_preferences_are_learned_within_five_sessions() -> None:
@@ -101,7 +103,7 @@ def test_synthetic_participant_preferences_are_learned_within_five_sessions() ->
     assert liked[: len(UPLIFTING)].sum() >= 4 and liked[len(UPLIFTING) :].sum() <= 2
     s = score(encoder.encode(QUERY), emb, emo)
     words = np.array([len(t.split()) for t in texts])
-    cands = story_features(s.semantic, s.emotion, emo, words)
+    cands = story_features(s.total, emo, words)
     state = initial_state()
     # The empathic score alone favours the heavy stories for this worried query.
     assert np.mean(s.total[liked]) < np.mean(s.total[~liked])
@@ -121,3 +123,40 @@ def test_synthetic_participant_preferences_are_learned_within_five_sessions() ->
                              PersonalizeConfig(exploration="greedy"))  # fmt: skip
     assert after >= 0.8 and after > before + 0.3, (before, after)
     assert all(liked[rerank(greedy, cands, rng_seed=0)[:3]])
+
+
+def _bank(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    match = rng.uniform(0.1, 0.9, n)
+    emo = rng.dirichlet(np.ones(len(EMOTIONS)) * 0.3, n)
+    words = rng.integers(20, 1500, n)
+    return match, emo, words
+
+
+@pytest.mark.parametrize("exploration", ["ucb", "thompson", "greedy"])
+def test_exploration_bonus_does_not_depend_on_story_length(exploration: str) -> None:
+    match, emo, words = _bank(40, 1)
+    cfg = PersonalizeConfig(exploration=exploration, exploration_scale=0.5)  # type: ignore[arg-type]
+    state = initial_state(cfg)
+    rng = np.random.default_rng(2)
+    for i in rng.integers(0, 40, 4):  # some ratings, so the posterior is not the prior
+        state = update(state, story_features(match[i], emo[i], words[i]), float(rng.uniform(1, 5)))
+    short = story_features(match, emo, np.full(40, 20))
+    long = story_features(match, emo, np.full(40, 1500))
+    _, bonus_short = values(state, short, 7)
+    _, bonus_long = values(state, long, 7)
+    assert np.array_equal(bonus_short, bonus_long)
+    # nor on the match score: the bonus is about the participant's preference only
+    _, bonus_other = values(state, story_features(match[::-1].copy(), emo, words), 7)
+    assert np.array_equal(bonus_short, bonus_other)
+
+
+def test_first_pick_is_the_plain_empathic_best_match_whatever_the_length() -> None:
+    match, emo, words = _bank(200, 3)
+    words[np.argmax(match)] = 20  # the best match is the shortest story
+    words[np.argsort(match)[:-1]] = 1500  # every other story is as long as allowed
+    state = initial_state(PersonalizeConfig(exploration="ucb", exploration_scale=0.3))
+    order = rerank(state, story_features(match, emo, words), 0)
+    assert order == [int(i) for i in np.lexsort((np.arange(200), -match))]
+    value, bonus = values(state, story_features(match, emo, words), 0)
+    assert np.allclose(value, 3.0 + 2.5 * match + bonus) and np.ptp(bonus) == 0.0

@@ -132,7 +132,7 @@ def test_personalisation_learns_a_preferred_emotion_family_within_five_sessions(
     from companion.model.empathy import (
         PERSONALIZE,
         CachedEncoder,
-        _shipped_encodings,
+        shipped_encodings,
         story_emotions,
     )
     from companion.model.encode import Encoder
@@ -140,12 +140,11 @@ def test_personalisation_learns_a_preferred_emotion_family_within_five_sessions(
 
     encoder = CachedEncoder(Encoder.load())
     stories = bundled_stories()
-    cached = _shipped_encodings(encoder.version)
+    cached = shipped_encodings(encoder.version)
     emb = np.stack([cached[s.id][1] for s in stories])
     emo = np.stack([story_emotions(s, cached[s.id][2]) for s in stories])
     words = np.array([s.word_count for s in stories])
     family = personalize.FAMILY_OF[np.argmax(emo, axis=1)]
-    liked = personalize.FAMILY_NAMES.index("fear")
     queries = [
         "My old dog died on Sunday and the house is so quiet now.",
         "I finally got promoted at work after years of trying!",
@@ -156,14 +155,16 @@ def test_personalisation_learns_a_preferred_emotion_family_within_five_sessions(
     features = []
     for q in queries:
         s = score(encoder.encode(q), emb, emo, ScoreWeights())
-        features.append(personalize.story_features(s.semantic, s.emotion, emo, words))
-    state, heard = personalize.initial_state(PERSONALIZE), set()
-    before = personalize.rerank(state, features[0], 0)[:10]
-    for session, x in enumerate(features):
-        pick = next(i for i in personalize.rerank(state, x, session) if i not in heard)
-        heard.add(pick)
-        state = personalize.update(state, x[pick], 5.0 if family[pick] == liked else 2.0)
-    after = personalize.rerank(state, features[0], 99)[:10]
-    share_before = np.mean(family[before] == liked)
-    share_after = np.mean(family[after] == liked)
-    assert share_after >= 0.5 and share_after > share_before, (share_before, share_after)
+        features.append(personalize.story_features(s.total, emo, words))
+    shares = []
+    for liked in range(len(personalize.FAMILY_NAMES)):  # a participant for each family
+        state, heard = personalize.initial_state(PERSONALIZE), set()
+        before = personalize.rerank(state, features[0], 0)[:10]
+        for session, x in enumerate(features):
+            pick = next(i for i in personalize.rerank(state, x, session) if i not in heard)
+            heard.add(pick)
+            state = personalize.update(state, x[pick], 5.0 if family[pick] == liked else 2.0)
+        after = personalize.rerank(state, features[0], 99)[:10]
+        shares.append((np.mean(family[before] == liked), np.mean(family[after] == liked)))
+    assert all(after > before for before, after in shares), shares
+    assert np.mean([after for _, after in shares]) >= 0.7, shares

@@ -90,3 +90,70 @@ def test_bad_story_file_through_the_cli(tmp_path: Path) -> None:
     assert "\n" not in line and "row.csv:3: text" in line, line
     listing = run_cli("stories", "list", "--home", str(home)).stdout.splitlines()
     assert len(listing) == len(bundled_stories())
+
+
+def _synthetic_stories(n: int) -> list[dict[str, str]]:
+    """n distinct stories of 25-60 words, from the team's own sentences."""
+    import random
+
+    parts = [
+        "I walked to the market early this morning.",
+        "My sister called me after many years.",
+        "The bus was late and I stood in the cold rain.",
+        "We planted tomatoes in the garden.",
+        "I could not find my glasses anywhere.",
+        "A stranger helped me carry the shopping home.",
+        "The kettle broke just as the guests arrived.",
+        "My grandson showed me his drawings.",
+        "I felt nervous before the appointment.",
+        "The dog next door barked all night.",
+        "We laughed until our sides hurt.",
+        "I missed my old friends from work.",
+    ]
+    rng = random.Random(7)
+    texts = [" ".join([f"On day {i}", *rng.sample(parts, rng.randint(4, 8))]) for i in range(n)]
+    return [{"title": f"Day {i}", "text": text} for i, text in enumerate(texts)]
+
+
+def test_import_encodes_with_progress_and_a_killed_import_keeps_what_it_encoded(
+    tmp_path: Path,
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from companion.store.db import open_db
+    from tests.helpers.run import REPO
+
+    home = tmp_path / "home"
+    file = tmp_path / "more.jsonl"
+    file.write_text("".join(json.dumps(s) + "\n" for s in _synthetic_stories(160)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "companion", "stories", "import", "--home", str(home), str(file)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        env={k: v for k, v in os.environ.items() if k != "COMPANION_HOME"},
+    )  # fmt: skip
+    assert proc.stderr is not None
+    shown = 0
+    for line in proc.stderr:  # progress lines: "encoding stories: done/total", after each commit
+        if line.startswith("encoding stories: "):
+            shown = int(line.split()[-1].split("/")[0])
+            if shown >= 64 + 64:
+                break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert shown >= 64 + 64, "no progress shown before the import finished"
+    db = open_db(home / "companion.db")
+    assert db["stories"].count == 224  # the import itself is one transaction, done first
+    kept = db["story_embeddings"].count
+    assert 64 + 64 <= kept < 224  # every chunk shown as done survived the kill
+    db.close()
+    # Importing again adds nothing and finishes the encoding where the killed one stopped.
+    again = run_cli("stories", "import", "--home", str(home), str(file))
+    assert again.returncode == 0, again.stderr
+    assert "0 stories added, 160 duplicates skipped" in again.stdout
+    assert "224 stories encoded for companion-empathy-1+" in again.stdout
+    assert f", {224 - kept} just now (" in again.stdout
+    db = open_db(home / "companion.db")
+    assert db["story_embeddings"].count == 224

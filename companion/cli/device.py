@@ -40,21 +40,47 @@ def model() -> None:
 @click.option(
     "--emotions",
     "csv_path",
-    required=True,
     type=click.Path(dir_okay=False, path_type=str),
     help="CSV with columns label (1..32, EmpatheticDialogues order),content.",
 )
+@click.option(
+    "--matching",
+    "matching_path",
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Same CSV format: rank the other rows as a bank for each row (hit = same label).",
+)
+@click.option("--protocol", "protocol_path", help="Protocol whose [matching] weights to use.")
+@click.option("--semantic", type=click.FloatRange(0, 1), help="Override the semantic weight.")
+@click.option("--emotion", type=click.FloatRange(0, 1), help="Override the emotion weight.")
 @click.option("--model", "model_path", default=None, help="Model .onnx (default: the shipped one).")
-def model_eval(csv_path: str, model_path: str | None) -> None:
-    """Emotion accuracy on a labelled CSV: prints one JSON line {n, top1, top3, macro_f1}."""
+def model_eval(csv_path, matching_path, protocol_path, semantic, emotion, model_path) -> None:
+    """Emotion accuracy ({n, top1, top3, macro_f1}) or matching precision ({n, p_at_1, p_at_5,
+    cosine, emotion_only}) on a labelled CSV, as one JSON line."""
     import json
     from pathlib import Path
 
     from companion.model.encode import Encoder, evaluate_emotions, read_emotion_csv
 
-    read_emotion_csv(Path(csv_path))  # fail fast on a malformed file, before loading the model
+    if bool(csv_path) == bool(matching_path):
+        raise click.UsageError("give one of --emotions FILE or --matching FILE")
+    read_emotion_csv(Path(csv_path or matching_path))  # fail fast, before loading the model
+    if csv_path:
+        encoder = Encoder.load(Path(model_path) if model_path else None)
+        click.echo(json.dumps(evaluate_emotions(encoder, Path(csv_path))))
+        return
+    from companion.engine.protocol import load_protocol
+    from companion.model.evaluate import evaluate_matching
+    from companion.model.similarity import ScoreWeights
+
+    protocol = load_protocol(Path(protocol_path) if protocol_path else None)
+    weights = ScoreWeights(
+        protocol.semantic_weight if semantic is None else semantic,
+        protocol.emotion_weight if emotion is None else emotion,
+    )
+    if weights.semantic == weights.emotion == 0:
+        raise click.UsageError("--semantic and --emotion must not both be 0")
     encoder = Encoder.load(Path(model_path) if model_path else None)
-    click.echo(json.dumps(evaluate_emotions(encoder, Path(csv_path))))
+    click.echo(json.dumps(evaluate_matching(encoder, Path(matching_path), weights)))
 
 
 @model.command("replay")

@@ -39,6 +39,7 @@ def init(home, participant_id, name, timezone, protocol_path) -> None:
         f"home {resolved.path}: participant {updated.participant_id}, "
         f"protocol {opened.protocol.id} v{opened.protocol.version}"
     )
+    encode_bank(opened)
     # The recogniser voice sessions will use (the same decision as the service and doctor).
     from companion.voice.backend import choose_backend
 
@@ -141,6 +142,36 @@ def stories_import(home, file) -> None:
     opened = app.open_home(home)
     result = import_file(opened.db, Path(file))
     click.echo(f"{result.added} stories added, {result.skipped_duplicates} duplicates skipped")
+    encode_bank(opened)  # also finishes the encodings an interrupted import left undone
+
+
+def encode_bank(opened) -> None:
+    """Encode the stories the model has not encoded yet, with a progress bar on stderr."""
+    from companion import app
+
+    tty = sys.stderr.isatty()
+    shown = [-1]
+
+    def progress(done: int, total: int) -> None:
+        tenth = 10 * done // max(total, 1)
+        if tty:
+            bar = "#" * (3 * tenth) + "." * (30 - 3 * tenth)
+            click.echo(f"\rencoding stories [{bar}] {done}/{total}", err=True, nl=False)
+        elif tenth != shown[0]:
+            click.echo(f"encoding stories: {done}/{total}", err=True)
+        shown[0] = tenth
+
+    result = app.encode_bank(opened, progress)
+    if tty and shown[0] >= 0:
+        click.echo("", err=True)
+    if result is None:
+        click.echo("story bank: the model is unavailable; sessions match stories by words")
+    else:
+        rate = f" ({result.rate:.0f} stories/s)" if result.encoded else ""
+        click.echo(
+            f"story bank: {result.total} stories encoded for {result.version}, "
+            f"{result.encoded} just now{rate}"
+        )
 
 
 @stories.command("list")

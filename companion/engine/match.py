@@ -28,8 +28,8 @@ class Ranked:
 class Matcher(Protocol):
     name: str
 
-    def rank(self, query: str, candidates: Sequence[Story]) -> list[Ranked]:
-        """All candidates, best match first."""
+    def rank(self, query: str, candidates: Sequence[Story]) -> Sequence[Ranked]:
+        """All candidates (or all it can rank), best match first; may build entries lazily."""
 
 
 @dataclass(frozen=True)

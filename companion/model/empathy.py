@@ -1,10 +1,10 @@
 """Empathic story matching with the on-device model, personalised from self-reports.
 
-Ties the encoder, the empathic score and the per-participant preference model
-to the database: bank encodings are cached per model version (recomputed when
-the model changes), every exposure logs its score components and features, and
-each post-story rating updates the participant's model, which `replay`
-recomputes exactly from the log.
+Ties the encoder, the empathic score and the per-participant preference model to the
+database: a session ranks only the stories whose encodings are stored (`bank`), never
+encodes the bank, and logs it when some are missing; every exposure logs the score it was
+ranked on and its parts; each post-story rating updates the participant's model, which
+`replay` recomputes exactly from the log.
 """
 
 from __future__ import annotations
@@ -12,141 +12,40 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import overload
 
 import numpy as np
 import sqlite_utils
 
 from companion.clock import iso, utc_now
-from companion.emotions import EMOTIONS
-from companion.engine.match import Exposure, Ranked, choose_story
+from companion.engine.match import Exposure, LexicalMatcher, Ranked, choose_story
 from companion.engine.session import Participant, StoryChooser
-from companion.engine.stories import Story, content_hash, unheard_stories
+from companion.engine.stories import Story, unheard_stories
 from companion.model import personalize
-from companion.model.encode import Encoder, TextEncoding
+from companion.model.bank import (  # noqa: F401  (re-exported: scripts and tests use them here)
+    TAG_WEIGHT,
+    CachedEncoder,
+    bank_cache_path,
+    shipped_encodings,
+    stored_encodings,
+    story_emotions,
+    write_bank_cache,
+)
+from companion.model.encode import Encoder
 from companion.model.similarity import ScoreWeights, score
-from companion.store.db import transaction
+from companion.store.db import log_event, transaction
 from companion.store.queries import heard_story_ids, post_story_rating
 
 log = logging.getLogger(__name__)
 
 
-class CachedEncoder:
-    """Encodes each text once per session (the story is used for acknowledging and matching)."""
-
-    def __init__(self, encoder: Encoder) -> None:
-        self.encoder = encoder
-        # Name, version and checksum: a rebuilt model never reuses another build's encodings.
-        self.version = f"{encoder.version}+{str(encoder.meta.get('sha256', ''))[:12]}"
-        self._cache: dict[str, TextEncoding] = {}
-
-    def encode(self, text: str) -> TextEncoding:
-        if text not in self._cache:
-            if len(self._cache) > 32:
-                self._cache.clear()
-            self._cache[text] = self.encoder.encode(text)
-        return self._cache[text]
-
-    def emotions(self, text: str) -> Mapping[str, float] | None:
-        """The engine's `understand` hook: emotion probabilities of what the participant said."""
-        if not text.strip():
-            return None
-        probs = self.encode(text).emotions
-        return {name: float(p) for name, p in zip(EMOTIONS, probs, strict=True)}
-
-
-TAG_WEIGHT = 0.5
-# Measured on the shipped bank (5 queries x 20 seeds, a synthetic participant over 5 sessions):
-# Thompson sampling at full scale picks the empathic best story only by chance (mean empathic
-# rank 14.7); UCB at 0.3 keeps the first pick the empathic best and learns a preferred
-# emotion family fastest (70 % of the top 10 after 5 sessions vs 12 % base rate).
-PERSONALIZE = personalize.PersonalizeConfig(exploration="ucb", exploration_scale=0.3)
-
-
-def story_emotions(story: Story, predicted: np.ndarray) -> np.ndarray:
-    """A story's emotion distribution: the model's, blended with its author-given tag.
-
-    The head is trained on one-sentence situations; on 200-word stories its top-1
-    agrees with our tags about half the time, so the tag (when present) anchors it.
-    """
-    probs = np.asarray(predicted, np.float32)
-    if story.emotion in EMOTIONS:
-        tag = np.zeros(len(EMOTIONS), np.float32)
-        tag[EMOTIONS.index(story.emotion)] = 1.0
-        probs = (1.0 - TAG_WEIGHT) * probs + TAG_WEIGHT * tag
-    return probs.astype(np.float32)
-
-
-def bank_cache_path(model_name: str) -> Path:
-    return Path(__file__).resolve().parent.parent / "data" / f"bank-{model_name}.npz"
-
-
-def write_bank_cache(encoder: Encoder, stories: Sequence[Story], path: Path) -> None:
-    """Precompute the shipped bank's encodings so a new device needs no encoding at all."""
-    encoded = [encoder.encode(f"{s.title}. {s.text}") for s in stories]
-    np.savez_compressed(
-        path,
-        model=np.array(CachedEncoder(encoder).version),
-        ids=np.array([s.id for s in stories]),
-        hashes=np.array([content_hash(s.text) for s in stories]),
-        embeddings=np.stack([e.embedding for e in encoded]).astype(np.float32),
-        emotions=np.stack([e.emotions for e in encoded]).astype(np.float32),
-    )
-
-
-def _shipped_encodings(model_version: str) -> dict[str, tuple[str, np.ndarray, np.ndarray]]:
-    path = bank_cache_path(model_version.split("+")[0])
-    if not path.exists():
-        return {}
-    with np.load(path) as data:
-        if str(data["model"]) != model_version:
-            log.warning("%s was built for another model; encoding the bank instead", path.name)
-            return {}
-        return {
-            str(i): (str(h), e, m)
-            for i, h, e, m in zip(
-                data["ids"], data["hashes"], data["embeddings"], data["emotions"], strict=True
-            )
-        }
-
-
-def bank_encodings(
-    db: sqlite_utils.Database, encoder: CachedEncoder, stories: Sequence[Story]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(N, 384) embeddings and (N, 32) emotions of `stories`; missing ones are computed, stored."""
-    rows = {
-        r[0]: (r[1], r[2])
-        for r in db.execute(
-            "SELECT story_id, embedding, emotions FROM story_embeddings WHERE model_version = ?",
-            [encoder.version],
-        )
-    }
-    missing = [s for s in stories if s.id not in rows]
-    if missing:
-        shipped = _shipped_encodings(encoder.version)
-        encoded = []
-        for story in missing:
-            cached = shipped.get(story.id)
-            if cached and cached[0] == content_hash(story.text):
-                encoded.append((story, TextEncoding(cached[1], cached[2])))
-            else:
-                encoded.append((story, encoder.encoder.encode(f"{story.title}. {story.text}")))
-        log.info("stored encodings of %d stories for %s", len(missing), encoder.version)
-        with transaction(db):
-            for story, enc in encoded:
-                emb = enc.embedding.astype(np.float32).tobytes()
-                emo = story_emotions(story, enc.emotions).tobytes()
-                db.execute(
-                    "INSERT OR REPLACE INTO story_embeddings (story_id, model_version, embedding, "
-                    "emotions, created_at) VALUES (?, ?, ?, ?, ?)",
-                    [story.id, encoder.version, emb, emo, iso(utc_now())],
-                )
-                rows[story.id] = (emb, emo)
-    embeddings = np.stack([np.frombuffer(rows[s.id][0], np.float32) for s in stories])
-    emotions = np.stack([np.frombuffer(rows[s.id][1], np.float32) for s in stories])
-    return embeddings, emotions
+# UCB over the emotion-family weights keeps the first pick the empathic best (Thompson draws
+# would not). Measured on the shipped bank, a synthetic participant per family over 5 sessions:
+# the liked family's share of the top 10 goes from 0.14 to 0.74 on average at scale 0.5
+# (0.73 at 0.3); tests/test_protocol_features.py.
+PERSONALIZE = personalize.PersonalizeConfig(exploration="ucb", exploration_scale=0.5)
 
 
 def load_state(db: sqlite_utils.Database, participant_id: str) -> personalize.PreferenceState:
@@ -154,7 +53,10 @@ def load_state(db: sqlite_utils.Database, participant_id: str) -> personalize.Pr
         "SELECT state FROM participant_models WHERE participant_id = ?", [participant_id]
     ).fetchone()
     if row:
-        return personalize.PreferenceState.from_json(row[0])
+        try:
+            return personalize.PreferenceState.from_json(row[0])
+        except ValueError:  # learned over an older feature set: start again from the prior
+            log.warning("preference model of %s has old features; starting afresh", participant_id)
     return personalize.initial_state(PERSONALIZE)
 
 
@@ -186,27 +88,65 @@ class EmpathicMatcher:
             db, encoder, weights, state, seed,
         )  # fmt: skip
 
-    def rank(self, query: str, candidates: Sequence[Story]) -> list[Ranked]:
+    def rank(self, query: str, candidates: Sequence[Story]) -> Sequence[Ranked]:
+        """The encoded candidates, best first by the value the choice is made on.
+
+        Ranked.score is that value (3 + predicted rating shift + exploration bonus); the
+        components log its parts. Stories not encoded yet are left out and logged; if none is
+        encoded, the lexical matcher ranks them (the bank is never encoded here).
+        """
         if not candidates:
             return []
-        embeddings, emotions = bank_encodings(self.db, self.encoder, candidates)
+        bank = stored_encodings(self.db, self.encoder.version, candidates)
+        if bank.unencoded:
+            log_event(
+                self.db, "bank_not_encoded",
+                f"{len(bank.unencoded)} of {len(candidates)} unheard stories have no encoding "
+                f"for {self.encoder.version}; chose among the {len(bank.stories)} encoded "
+                "(run companion init or stories import to encode them)",
+                level="warning",
+            )  # fmt: skip
+        if not bank.stories:
+            return LexicalMatcher().rank(query, candidates)
         # No story told: match on a neutral query (the preference model still ranks).
         q = self.encoder.encode(query or "a day in my life")
-        scores = score(q, embeddings, emotions, self.weights)
-        words = np.array([s.word_count for s in candidates])
-        features = personalize.story_features(scores.semantic, scores.emotion, emotions, words)
-        order = personalize.rerank(self.state, features, self.seed)
-        predicted = personalize.predict(self.state, features)
-        ranked = []
-        for i in order:
+        scores = score(q, bank.embeddings, bank.emotions, self.weights)
+        features = personalize.story_features(scores.total, bank.emotions, bank.words)
+        value, bonus = personalize.values(self.state, features, self.seed)
+        order = np.lexsort((np.arange(len(value)), -value))
+
+        def entry(i: int) -> Ranked:
             components = {
+                "match": round(float(scores.total[i]), 6),
                 "semantic": round(float(scores.semantic[i]), 6),
                 "emotion": round(float(scores.emotion[i]), 6),
-                "predicted_rating": round(float(predicted[i]) + 3.0, 6),
+                "weights": [self.weights.semantic, self.weights.emotion],
+                "predicted_rating": round(float(value[i] - bonus[i]), 6),
+                "bonus": round(float(bonus[i]), 6),
                 "features": [round(float(v), 9) for v in features[i]],
             }
-            ranked.append(Ranked(candidates[i], round(float(scores.total[i]), 6), components))
-        return ranked
+            return Ranked(bank.stories[i], round(float(value[i]), 6), components)
+
+        return LazyRanking(order, entry)
+
+
+class LazyRanking(Sequence[Ranked]):
+    """Best-first ranking whose entries are built when read: a session reads one of 10,000."""
+
+    def __init__(self, order: np.ndarray, entry: Callable[[int], Ranked]) -> None:
+        self._order, self._entry = order, entry
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, index: int) -> Ranked: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Ranked]: ...
+    def __getitem__(self, index: int | slice) -> Ranked | list[Ranked]:
+        if isinstance(index, slice):
+            return [self._entry(int(i)) for i in self._order[index]]
+        return self._entry(int(self._order[index]))
 
 
 @dataclass(frozen=True)
@@ -293,6 +233,8 @@ def replay_participant(
     mismatches = 0
     for session_id, components, learned in log_rows:
         features = json.loads(components)["features"]
+        if len(features) != personalize.N_FEATURES:
+            continue  # logged under an older feature set, which the current model ignores
         if post_story_rating(db, session_id, instruments) != learned:
             mismatches += 1
         pairs.append((features, learned))

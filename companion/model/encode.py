@@ -42,6 +42,12 @@ class TextEncoding:
 class EncoderConfig:
     threads: int | None = None  # intra-op threads; None = 1 (Pi-class, leaves a core for audio)
     window_tokens: int | None = None  # None = the sidecar's window (128)
+    # Bounds the cost of a long turn: at most this many windows, evenly spread over the text
+    # (a 2,000-word story takes 17 windows, ~2 s on one loaded x86 core; 6 take ~0.6 s).
+    max_windows: int | None = None  # None = MAX_WINDOWS
+
+
+MAX_WINDOWS = 6
 
 
 def default_model_dir() -> Path:
@@ -85,15 +91,37 @@ def _read_sidecar(model_path: Path) -> dict:
     return meta
 
 
+def resolve_model(model_path: Path | None = None) -> Path:
+    """The given model file, else the newest shipped one."""
+    if model_path is None:
+        return max(default_model_dir().glob(MODEL_GLOB), key=_version_key)
+    return Path(model_path)
+
+
+def model_build(model_path: Path | None = None) -> str:
+    """The build id encodings are stored under (name-version+sha256 prefix), read from the
+    verified sidecar without loading onnxruntime (so light commands stay light)."""
+    meta = _read_sidecar(resolve_model(model_path))
+    return build_id(f"{meta['name']}-{meta['version']}", meta)
+
+
+def build_id(version: str, meta: dict) -> str:
+    # Name, version and checksum: a rebuilt model never reuses another build's encodings.
+    return f"{version}+{str(meta.get('sha256', ''))[:12]}"
+
+
 class Encoder:
     """Loaded model + tokenizer. Create with `Encoder.load()`; thread-compatible, not reentrant."""
 
-    def __init__(self, session, tokenizer, meta: dict, window: int) -> None:
+    def __init__(
+        self, session, tokenizer, meta: dict, window: int, max_windows: int = MAX_WINDOWS
+    ) -> None:
         self._session = session
         self._tok = tokenizer
         self.meta = meta
         self.version = f"{meta['name']}-{meta['version']}"
         self.window = window
+        self.max_windows = max(1, max_windows)
         self._cls = tokenizer.token_to_id("[CLS]")
         self._sep = tokenizer.token_to_id("[SEP]")
 
@@ -103,9 +131,7 @@ class Encoder:
         from tokenizers import Tokenizer
 
         config = config or EncoderConfig()
-        if model_path is None:
-            model_path = max(default_model_dir().glob(MODEL_GLOB), key=_version_key)
-        model_path = Path(model_path)
+        model_path = resolve_model(model_path)
         meta = _read_sidecar(model_path)
         tok = Tokenizer.from_file(str(model_path.with_name(meta["tokenizer"]["file"])))
         # The upstream tokenizer pads and truncates to 128; we window long texts ourselves.
@@ -126,20 +152,21 @@ class Encoder:
         log.info(
             "loaded %s from %s (%d thread(s))", meta["name"], model_path, opts.intra_op_num_threads
         )
-        return cls(session, tok, meta, window)
+        return cls(session, tok, meta, window, config.max_windows or MAX_WINDOWS)
 
     def token_windows(self, text: str) -> np.ndarray:
-        """Token ids as (n_windows, length): equal-length windows covering every token.
+        """Token ids as (n_windows, length): equal-length windows, no padding needed.
 
         Long texts get ceil(n / (window - 2)) windows with evenly spread starts (the last one ends
-        exactly at the last token), so nothing is truncated and no window needs padding.
+        exactly at the last token), capped at `max_windows`: beyond that the windows are evenly
+        spread samples of the text (beginning, end and between), so encoding time is bounded.
         """
         body = self._tok.encode(text, add_special_tokens=False).ids
         width = self.window - 2
         if len(body) <= width:
             starts, width = [0], len(body)
         else:
-            n = -(-len(body) // width)
+            n = min(-(-len(body) // width), self.max_windows)
             starts = np.linspace(0, len(body) - width, n).round().astype(int).tolist()
         rows = [[self._cls, *body[s : s + width], self._sep] for s in starts]
         return np.asarray(rows, dtype=np.int64)

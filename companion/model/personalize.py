@@ -4,8 +4,14 @@ Bayesian linear regression of the participant's empathy rating on a few story fe
 online in closed form; candidates are reranked by Thompson sampling (or UCB / greedy) with an
 explicit seed, so every decision can be reproduced exactly from the logged ratings (`replay`).
 
-Features (FEATURE_NAMES): bias, semantic and emotion similarity to the participant's story,
-a one-hot over the emotion family of the story's own top emotion, and log story length.
+Features (FEATURE_NAMES): bias, the empathic match score (the protocol's weighted sum of
+semantic and emotion similarity), a one-hot over the emotion family of the story's own top
+emotion, and log story length.
+
+The value a candidate is ranked on is the predicted rating plus an exploration bonus computed
+over the emotion-family block only (the participant's preference); with no ratings it is
+3 + prior_match * match + a constant, so the first pick is the plain empathic best match, and
+length or match never earn exploration credit.
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ FAMILY_OF: np.ndarray = np.array(
 )
 
 FEATURE_NAMES: tuple[str, ...] = (
-    "bias", "semantic", "emotion", *(f"family_{f}" for f in FAMILY_NAMES), "log_words",
+    "bias", "match", *(f"family_{f}" for f in FAMILY_NAMES), "log_words",
 )  # fmt: skip
 N_FEATURES = len(FEATURE_NAMES)
+# The columns exploration is about: which emotion family this participant responds to.
+PREFERENCE = slice(2, 2 + len(FAMILY_NAMES))
 
 Exploration = Literal["thompson", "ucb", "greedy"]
 
@@ -41,9 +49,8 @@ class PersonalizeConfig:
     rating_center: float | None = None  # default 3.0: middle of a 1..5 scale
     noise_var: float | None = None  # default 1.0: rating noise variance (rating units squared)
     prior_precision: float | None = None  # default 1.0 on every weight
-    # Prior mean: with no ratings yet, rank like the empathic score (semantic + emotion similarity).
-    prior_semantic: float | None = None  # default 1.5
-    prior_emotion: float | None = None  # default 1.0
+    # Prior mean: with no ratings yet, rank exactly like the empathic match score.
+    prior_match: float | None = None  # default 2.5 (rating points per unit of match)
     exploration: Exploration = "thompson"
     exploration_scale: float | None = None  # default 1.0: multiplies the sampled/UCB spread
 
@@ -53,24 +60,23 @@ class PersonalizeConfig:
 
 
 def story_features(
-    semantic: np.ndarray | float,
-    emotion: np.ndarray | float,
+    match: np.ndarray | float,
     story_emotions: np.ndarray,
     story_words: np.ndarray | int,
 ) -> np.ndarray:
     """Feature rows (N, N_FEATURES) for N candidate stories (or (N_FEATURES,) for one).
 
-    semantic/emotion: similarity components from similarity.score/rank; story_emotions: (N, 32)
-    or (32,) probabilities of the story itself; story_words: word count(s) of the story text.
+    match: the empathic score (similarity.score(...).total, the protocol's weights);
+    story_emotions: (N, 32) or (32,) probabilities of the story itself; story_words: word
+    count(s) of the story text.
     """
     single = np.ndim(story_emotions) == 1
     emo = np.atleast_2d(np.asarray(story_emotions, np.float64))
     n = emo.shape[0]
     x = np.zeros((n, N_FEATURES))
     x[:, 0] = 1.0
-    x[:, 1] = np.broadcast_to(np.asarray(semantic, np.float64), (n,))
-    x[:, 2] = np.broadcast_to(np.asarray(emotion, np.float64), (n,))
-    x[np.arange(n), 3 + FAMILY_OF[np.argmax(emo, axis=1)]] = 1.0
+    x[:, 1] = np.broadcast_to(np.asarray(match, np.float64), (n,))
+    x[np.arange(n), PREFERENCE.start + FAMILY_OF[np.argmax(emo, axis=1)]] = 1.0
     words = np.broadcast_to(np.asarray(story_words, np.float64), (n,))
     x[:, -1] = np.log1p(np.maximum(words, 0.0)) / math.log(1000.0)  # ~0..1 for 0..1000 words
     return x[0] if single else x
@@ -117,8 +123,7 @@ def initial_state(config: PersonalizeConfig | None = None) -> PreferenceState:
     cfg = config or PersonalizeConfig()
     alpha = cfg.get("prior_precision", 1.0)
     mu0 = np.zeros(N_FEATURES)
-    mu0[1] = cfg.get("prior_semantic", 1.5)
-    mu0[2] = cfg.get("prior_emotion", 1.0)
+    mu0[1] = cfg.get("prior_match", 2.5)
     prec = alpha * np.eye(N_FEATURES)
     return _state(prec, prec @ mu0, 0, cfg)
 
@@ -164,27 +169,39 @@ def predict(state: PreferenceState, candidates: np.ndarray) -> np.ndarray:
     return np.atleast_2d(np.asarray(candidates, np.float64)) @ state.mean()
 
 
-def rerank(state: PreferenceState, candidates: np.ndarray, rng_seed: int) -> list[int]:
-    """Candidate row indices, best first, under the configured exploration rule.
+def values(
+    state: PreferenceState, candidates: np.ndarray, rng_seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(value, bonus) per candidate row: value = 3 + predicted centred rating + bonus.
 
-    Same state + candidates + seed -> same ordering. Ties break by lower index.
+    The bonus explores the emotion-family weights only (UCB: their posterior spread;
+    Thompson: a seeded draw of them), so it never depends on length or match score.
     """
     x = np.atleast_2d(np.asarray(candidates, np.float64))
     if x.shape[1] != N_FEATURES:
         raise ValueError(f"candidates must have {N_FEATURES} feature columns, got {x.shape[1]}")
     cfg = state.config
     scale = cfg.get("exploration_scale", 1.0)
-    mean, cov = state.mean(), state.covariance()
+    mean = state.mean()
+    fam = x[:, PREFERENCE]
+    cov = state.covariance()[PREFERENCE, PREFERENCE]
     if cfg.exploration == "thompson":
         rng = np.random.default_rng(rng_seed)
         chol = np.linalg.cholesky((cov + cov.T) / 2.0)
-        w = mean + scale * (chol @ rng.standard_normal(N_FEATURES))
-        value = x @ w
+        bonus = fam @ (scale * (chol @ rng.standard_normal(fam.shape[1])))
     elif cfg.exploration == "ucb":
-        spread = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", x, cov, x), 0.0))
-        value = x @ mean + scale * spread
+        bonus = scale * np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", fam, cov, fam), 0.0))
     elif cfg.exploration == "greedy":
-        value = x @ mean
+        bonus = np.zeros(len(x))
     else:
         raise ValueError(f"unknown exploration {cfg.exploration!r}; use thompson, ucb or greedy")
+    return cfg.get("rating_center", 3.0) + x @ mean + bonus, bonus
+
+
+def rerank(state: PreferenceState, candidates: np.ndarray, rng_seed: int) -> list[int]:
+    """Candidate row indices, best first, by `values`.
+
+    Same state + candidates + seed -> same ordering. Ties break by lower index.
+    """
+    value, _ = values(state, candidates, rng_seed)
     return [int(i) for i in np.lexsort((np.arange(len(value)), -value))]
