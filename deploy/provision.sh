@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Provision one Raspberry Pi OS (Bookworm, arm64) device for the study, as root.
+# Provision one Raspberry Pi OS (Bookworm) device for the study, as root.
 #
 #   sudo bash deploy/provision.sh --participant P017 --timezone Europe/London [--name Sam] \
 #       [--asr-model vosk-model-small-en-us-0.15.zip|https://... --asr-sha256 HEX] \
+#       [--input-device NAME] [--output-device NAME] [--wheels DIR] \
 #       [--source DIR_OR_WHEEL] [--prefix /opt/companion] [--home /var/lib/companion] \
 #       [--user companion] [--no-service]
 #
+# --wheels DIR: install offline from a wheelhouse (e.g. on a USB stick): no apt or pip network
+# use when the system packages are already there. --input-device/--output-device: ALSA device
+# names as `companion devices` lists them (a system service talks to ALSA, never PipeWire).
 # Idempotent: run it again to repair a device; data in the home is never touched.
-# The only network use is apt, pip and (if given as a URL) the ASR model download.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -15,22 +18,27 @@ source_dir="$(dirname "$here")"
 prefix=/opt/companion
 home=/var/lib/companion
 user=companion
-participant="" timezone="" name="" asr_model="" asr_sha256="" service=1
+participant="" timezone="" name="" asr_model="" asr_sha256="" service=1 wheels=""
+input_device="" output_device=""
 
 die() { echo "provision: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || case "$1" in --no-service|-h|--help) ;; *) die "$1 needs a value" ;; esac
   case "$1" in
     --participant) participant="$2"; shift 2 ;;
     --timezone) timezone="$2"; shift 2 ;;
     --name) name="$2"; shift 2 ;;
     --asr-model) asr_model="$2"; shift 2 ;;
     --asr-sha256) asr_sha256="$2"; shift 2 ;;
+    --input-device) input_device="$2"; shift 2 ;;
+    --output-device) output_device="$2"; shift 2 ;;
+    --wheels) wheels="$(cd "$2" && pwd)" || die "--wheels $2: no such directory"; shift 2 ;;
     --source) source_dir="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
     --home) home="$2"; shift 2 ;;
     --user) user="$2"; shift 2 ;;
     --no-service) service=0; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
@@ -40,50 +48,78 @@ done
 if [ -n "$asr_model" ] && [ -z "$asr_sha256" ]; then
   die "--asr-model needs --asr-sha256 so the model can be verified"
 fi
+case "$asr_model" in
+  ""|http://*|https://*) ;;
+  *) [ -r "$asr_model" ] || die "--asr-model $asr_model: no such file" ;;
+esac
 
 echo "== system packages"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
 # python3-venv: the package's venv; espeak-ng + alsa-utils: speech; libportaudio2: microphone;
-# sox: audio checks; sqlite3: manual inspection; unzip: ASR model archives.
-apt-get install -y -q python3 python3-venv python3-pip espeak-ng alsa-utils libportaudio2 \
-  sox sqlite3 unzip curl ca-certificates
+# sox: audio checks; sqlite3: manual inspection; unzip: ASR model archives; acl: lets Ansible
+# run commands as the service user.
+packages="python3 python3-venv python3-pip espeak-ng alsa-utils libportaudio2 sox sqlite3 unzip
+curl ca-certificates acl"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # shellcheck disable=SC2086
+  apt-get install -y -q $missing
+else
+  echo "all present"
+fi
 
 echo "== service user $user"
 if ! id "$user" >/dev/null 2>&1; then
   useradd --system --home-dir "$home" --no-create-home --shell /usr/sbin/nologin "$user"
 fi
-usermod -a -G audio "$user"
+getent group audio >/dev/null && usermod -a -G audio "$user"
 install -d -m 0700 -o "$user" -g "$user" "$home"
 install -d -m 0755 "$prefix"
 
 echo "== package into $prefix/.venv"
 [ -x "$prefix/.venv/bin/python" ] || python3 -m venv "$prefix/.venv"
-"$prefix/.venv/bin/python" -m pip install -q --upgrade pip
-"$prefix/.venv/bin/python" -m pip install -q --upgrade "$source_dir"
-bin="$prefix/.venv/bin/companion"
-as_user() { runuser -u "$user" -- env COMPANION_HOME="$home" "$@"; }
-
-if [ -n "$asr_model" ]; then
-  echo "== ASR model"
-  if as_user "$bin" models install-asr --help >/dev/null 2>&1; then
-    as_user "$bin" models install-asr --home "$home" --sha256 "$asr_sha256" "$asr_model"
-  else
-    # Fallback while `companion models install-asr` is not available: fetch, verify, unpack.
-    archive="$asr_model"
-    case "$asr_model" in
-      http://*|https://*) archive="$(mktemp --suffix=.zip)"; curl -fsSL -o "$archive" "$asr_model" ;;
-    esac
-    echo "$asr_sha256  $archive" | sha256sum -c --quiet - || die "$asr_model: sha256 mismatch"
-    install -d -m 0700 -o "$user" -g "$user" "$home/models"
-    as_user unzip -q -o "$archive" -d "$home/models"
-  fi
+if [ -n "$wheels" ]; then
+  # Offline: the project's wheel and every runtime dependency come from the wheelhouse.
+  "$prefix/.venv/bin/python" -m pip install -q --no-index --find-links "$wheels" --upgrade companion
+else
+  "$prefix/.venv/bin/python" -m pip install -q --upgrade pip
+  "$prefix/.venv/bin/python" -m pip install -q --upgrade "$source_dir"
 fi
+# The unit's Documentation= points here.
+if [ -f "$source_dir/README.md" ]; then
+  install -D -m 0644 "$source_dir/README.md" "$prefix/share/README.md"
+fi
+bin="$prefix/.venv/bin/companion"
+# umask 077: whatever the companion user creates in the home is 0600/0700.
+as_user() { runuser -u "$user" -- env COMPANION_HOME="$home" sh -c 'umask 077; exec "$@"' sh "$@"; }
 
 echo "== config for participant $participant"
 init_args=(--participant "$participant" --timezone "$timezone")
 [ -n "$name" ] && init_args+=(--name "$name")
+[ -n "$input_device" ] && init_args+=(--input-device "$input_device")
+[ -n "$output_device" ] && init_args+=(--output-device "$output_device")
 as_user "$bin" init --home "$home" "${init_args[@]}"
+
+if [ -n "$asr_model" ]; then
+  echo "== ASR model"
+  # The service user cannot read root's files: hand it a private copy, named as the original
+  # (the model's folder name comes from the file name).
+  staging="$(mktemp -d)"
+  trap 'rm -rf "$staging"' EXIT
+  chown "$user:" "$staging"
+  case "$asr_model" in
+    http://*|https://*)
+      as_user "$bin" models install-asr --home "$home" --url "$asr_model" --sha256 "$asr_sha256" ;;
+    *)
+      install -m 0600 -o "$user" "$asr_model" "$staging/$(basename "$asr_model")"
+      as_user "$bin" models install-asr --home "$home" --sha256 "$asr_sha256" \
+        --from "$staging/$(basename "$asr_model")" ;;
+  esac
+fi
 
 if [ "$service" -eq 1 ] && command -v systemctl >/dev/null; then
   echo "== systemd unit"
@@ -91,7 +127,8 @@ if [ "$service" -eq 1 ] && command -v systemctl >/dev/null; then
       -e "s#^User=.*#User=$user#" -e "s#^Group=.*#Group=$user#" \
       "$here/companion.service" > /etc/systemd/system/companion.service
   systemctl daemon-reload
-  systemctl enable --now companion.service
+  systemctl enable companion.service
+  systemctl restart companion.service
 fi
 
 echo "== doctor"
