@@ -3,13 +3,14 @@
 #
 #   sudo bash deploy/provision.sh --participant P017 --timezone Europe/London [--name Sam] \
 #       [--asr-model vosk-model-small-en-us-0.15.zip|https://... --asr-sha256 HEX] \
-#       [--input-device NAME] [--output-device NAME] [--wheels DIR] \
+#       [--input-device NAME] [--output-device NAME] [--protocol FILE] [--wheels DIR] \
 #       [--source DIR_OR_WHEEL] [--prefix /opt/companion] [--home /var/lib/companion] \
 #       [--user companion] [--no-service]
 #
 # --wheels DIR: install offline from a wheelhouse (e.g. on a USB stick): no apt or pip network
 # use when the system packages are already there. --input-device/--output-device: ALSA device
 # names as `companion devices` lists them (a system service talks to ALSA, never PipeWire).
+# --protocol FILE: the study's protocol TOML, copied into the home (validated by init).
 # Idempotent: run it again to repair a device; data in the home is never touched.
 set -euo pipefail
 
@@ -19,7 +20,7 @@ prefix=/opt/companion
 home=/var/lib/companion
 user=companion
 participant="" timezone="" name="" asr_model="" asr_sha256="" service=1 wheels=""
-input_device="" output_device=""
+input_device="" output_device="" protocol=""
 
 die() { echo "provision: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -32,13 +33,14 @@ while [ $# -gt 0 ]; do
     --asr-sha256) asr_sha256="$2"; shift 2 ;;
     --input-device) input_device="$2"; shift 2 ;;
     --output-device) output_device="$2"; shift 2 ;;
+    --protocol) protocol="$2"; shift 2 ;;
     --wheels) wheels="$(cd "$2" && pwd)" || die "--wheels $2: no such directory"; shift 2 ;;
     --source) source_dir="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
     --home) home="$2"; shift 2 ;;
     --user) user="$2"; shift 2 ;;
     --no-service) service=0; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
@@ -48,6 +50,7 @@ done
 if [ -n "$asr_model" ] && [ -z "$asr_sha256" ]; then
   die "--asr-model needs --asr-sha256 so the model can be verified"
 fi
+[ -z "$protocol" ] || [ -r "$protocol" ] || die "--protocol $protocol: no such file"
 case "$asr_model" in
   ""|http://*|https://*) ;;
   *) [ -r "$asr_model" ] || die "--asr-model $asr_model: no such file" ;;
@@ -102,6 +105,10 @@ init_args=(--participant "$participant" --timezone "$timezone")
 [ -n "$name" ] && init_args+=(--name "$name")
 [ -n "$input_device" ] && init_args+=(--input-device "$input_device")
 [ -n "$output_device" ] && init_args+=(--output-device "$output_device")
+if [ -n "$protocol" ]; then
+  install -m 0600 -o "$user" -g "$user" "$protocol" "$home/$(basename "$protocol")"
+  init_args+=(--protocol "$home/$(basename "$protocol")")
+fi
 as_user "$bin" init --home "$home" "${init_args[@]}"
 
 if [ -n "$asr_model" ]; then

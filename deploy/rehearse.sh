@@ -81,7 +81,8 @@ boot_device() {
   local i=$1 d="$run/d$i"
   mountpoint -q "$d/fs" || mount -t overlay overlay \
     -o "lowerdir=$rootfs,upperdir=$d/upper,workdir=$d/work" "$d/fs"
-  systemd-nspawn --quiet --boot --register=no --directory="$d/fs" --machine="$tag-d$i" \
+  # --register=no --keep-unit: the host need not run systemd (no machined, no bus).
+  systemd-nspawn --quiet --boot --register=no --keep-unit --directory="$d/fs" --machine="$tag-d$i" \
     --network-namespace-path="/run/netns/$tag-d$i" --console=read-only --link-journal=no \
     >>"$d/console.log" 2>&1 </dev/null &
   NSPAWN_PID[$i]=$!
@@ -154,6 +155,16 @@ for i in $(seq 1 "$ndev"); do
   install -d -m 0700 "$d/fs/root/.ssh"
   install -m 0600 "$run/id.pub" "$d/fs/root/.ssh/authorized_keys"
   echo "$tag-d$i" > "$d/fs/etc/hostname"
+  # The unit's drop-in: only what a container lacks is swapped, the microphone (a FIFO text
+  # channel for the simulated participant instead of --voice), and a shorter watchdog so its
+  # pings show within seconds.
+  install -d "$d/fs/etc/systemd/system/companion.service.d"
+  cat > "$d/fs/etc/systemd/system/companion.service.d/rehearsal.conf" <<'EOF'
+[Service]
+ExecStart=
+ExecStart=/opt/companion/.venv/bin/companion run --input /run/companion/participant
+WatchdogSec=10
+EOF
   # Named ALSA devices (null PCMs: a container has no sound card) so provisioning can name them.
   cat > "$d/fs/etc/asound.conf" <<'EOF'
 pcm.rehearsal_mic { type null; hint { show on; description "rehearsal microphone" } }
@@ -183,6 +194,15 @@ print("\n".join((ok * n)[:n]))
 PY
 )
 names=(Ada Bruno Chiara Dmitri Eun Farah Goran Hana)
+# Each device's study protocol: the shipped one plus a window that starts now, local time.
+for i in $(seq 1 "$ndev"); do
+  tz="${zones[$((i - 1))]}"
+  { cat "$repo/companion/data/default_protocol.toml"
+    printf '\n[schedule]\nwindows = ["%s-%s"]\nreminders = 2\nreminder_minutes = 1\n' \
+      "$(TZ="$tz" date +%H:%M)" "$(TZ="$tz" date -d '+100 min' +%H:%M)"
+    printf 'answer_seconds = 600\ninvitation = "Hello {name}, would you like to share a story now?"\n'
+  } > "$run/rehearsal-d$i.toml"
+done
 
 # ---------------------------------------------------------------- 3. provisioning
 say "device 1: deploy/provision.sh from a USB-stick-style directory (source, wheels, model)"
@@ -190,10 +210,11 @@ on 1 "mkdir -p /media/usb/src"
 git -C "$repo" archive HEAD | on 1 "tar -x -C /media/usb/src"
 tar -c -C "$run/media" wheels | on 1 "tar -x -C /media/usb"
 on 1 "cat > /media/usb/$(basename "$model_zip")" < "$model_zip"
+on 1 "cat > /media/usb/rehearsal.toml" < "$run/rehearsal-d1.toml"
 on 1 "bash /media/usb/src/deploy/provision.sh --participant P001 --timezone ${zones[0]} \
   --name ${names[0]} --asr-model /media/usb/$(basename "$model_zip") --asr-sha256 $model_sha \
   --input-device rehearsal_mic --output-device rehearsal_speaker --wheels /media/usb/wheels \
-  --source /media/usb/src" > "$run/provision-d1.log" 2>&1 \
+  --source /media/usb/src --protocol /media/usb/rehearsal.toml" > "$run/provision-d1.log" 2>&1 \
   || { tail -n 30 "$run/provision-d1.log"; fail "provision.sh on device 1"; }
 on 1 "rm -rf /media/usb"
 
@@ -201,7 +222,7 @@ inv="$run/inventory.ini"
 {
   echo "[companions]"
   for i in $(seq 1 "$ndev"); do
-    echo "d$i ansible_host=$(dev_ip "$i") participant=P00$i timezone=${zones[$((i - 1))]} participant_name=${names[$((i - 1))]} input_device=rehearsal_mic output_device=rehearsal_speaker"
+    echo "d$i ansible_host=$(dev_ip "$i") participant=P00$i timezone=${zones[$((i - 1))]} participant_name=${names[$((i - 1))]} protocol_file=$run/rehearsal-d$i.toml input_device=rehearsal_mic output_device=rehearsal_speaker"
   done
   echo "[companions:vars]"
   echo "ansible_user=root"
@@ -238,26 +259,6 @@ done
 say "provisioned: config (participant, timezone, ALSA names), vosk model from file + sha256, README"
 
 # ---------------------------------------------------------------- 4. service under systemd
-# The rehearsal's protocol: the shipped one plus a window that starts now (participant's time).
-# The drop-in swaps only what a container lacks: the microphone (a FIFO text channel instead
-# of --voice) and a shorter watchdog so its pings show within seconds.
-for i in $(seq 1 "$ndev"); do
-  tz="${zones[$((i - 1))]}"
-  { cat "$repo/companion/data/default_protocol.toml"
-    printf '\n[schedule]\nwindows = ["%s-%s"]\nreminders = 0\nanswer_seconds = 120\n' \
-      "$(TZ="$tz" date +%H:%M)" "$(TZ="$tz" date -d '+90 min' +%H:%M)"
-    printf 'invitation = "Hello {name}, would you like to share a story now?"\n'
-  } | on "$i" "runuser -u companion -- sh -c 'umask 077; cat > /var/lib/companion/rehearsal.toml'"
-  on "$i" "cd /var/lib/companion && runuser -u companion -- /opt/companion/.venv/bin/companion \
-    init --home /var/lib/companion --protocol rehearsal.toml" >/dev/null
-  on "$i" "mkdir -p /etc/systemd/system/companion.service.d && cat > /etc/systemd/system/companion.service.d/rehearsal.conf" <<'EOF'
-[Service]
-ExecStart=
-ExecStart=/opt/companion/.venv/bin/companion run --input /run/companion/participant
-WatchdogSec=10
-EOF
-  on "$i" "systemctl daemon-reload && systemctl restart companion"
-done
 fifo=/run/companion/participant
 wait_for() {  # wait_for SECONDS CMD...: until CMD succeeds
   local limit=$1; shift
