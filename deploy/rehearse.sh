@@ -95,17 +95,16 @@ boot_device() {
 }
 
 stop_device() {  # hard: kill the container's PID 1 (its whole PID namespace dies with it)
-  local i=$1 d="$run/d$i" init
+  local i=$1 d="$run/d$i" init pid=${NSPAWN_PID[$1]:-}
   init="$(container_init "$i" || true)"
-  [ -n "$init" ] && kill -KILL "$init" 2>/dev/null
-  if [ -n "${NSPAWN_PID[$i]:-}" ]; then
-    for _ in $(seq 1 50); do kill -0 "${NSPAWN_PID[$i]}" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "${NSPAWN_PID[$i]}" 2>/dev/null
-    wait "${NSPAWN_PID[$i]}" 2>/dev/null
+  if [ -n "$init" ]; then kill -KILL "$init" 2>/dev/null || true; fi
+  if [ -n "$pid" ]; then
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
     NSPAWN_PID[$i]=""
   fi
-  mountpoint -q "$d/fs" && umount "$d/fs"
-  return 0
+  if mountpoint -q "$d/fs"; then umount "$d/fs"; fi
 }
 
 # ---------------------------------------------------------------- 1. media and root

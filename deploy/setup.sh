@@ -14,6 +14,8 @@ extras=""
 # sox: audio conversion in tests and benchmarks;
 # systemd: systemd-analyze, which checks deploy/companion.service in the tests.
 packages="espeak-ng alsa-utils libportaudio2 sox systemd"
+# --test: the field rehearsal (deploy/rehearse.sh) builds and boots Debian devices.
+[ -n "$extras" ] && packages="$packages debootstrap systemd-container openssh-client iproute2"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

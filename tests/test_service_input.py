@@ -63,7 +63,10 @@ def test_run_reads_a_fifo_that_writers_open_and_close(tmp_path):
     out = (tmp_path / "out.txt").open("w")
     service = subprocess.Popen(
         [sys.executable, "-m", "companion", "run", "--home", str(home), "--input", str(fifo)],
-        stdout=out, stderr=subprocess.STDOUT, cwd=REPO, text=True,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
+        text=True,
     )
     try:
         assert wait(lambda: fifo.exists() and "share a story" in Path(out.name).read_text())
