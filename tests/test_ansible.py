@@ -108,6 +108,14 @@ def test_health_collect_and_wipe(fleet):
     assert study.execute("SELECT COUNT(DISTINCT participant_id) FROM sessions").fetchone()[0] == 3
     study.close()
     assert len(list(collected.glob("*/pi-*/VERIFIED"))) == 3
+    # The devices keep no export or archive; a second collect adds nothing to the study.
+    for h in hosts.values():
+        assert not list(Path(h["companion_home"]).glob("collect-*"))
+    done = playbook("collect.yml", inventory, "-e", f"collect_dir={collected}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    study = sqlite3.connect(collected / "study.db")
+    assert study.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == expected
+    study.close()
 
     # a session after the collect: that device must not be wiped, the others are
     from companion import app
