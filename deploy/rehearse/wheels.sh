@@ -37,6 +37,19 @@ if [ ! -f "$deps_dir/.complete" ]; then
   touch "$deps_dir.tmp/.complete"
   rm -rf "$deps_dir"; mv "$deps_dir.tmp" "$deps_dir"
 fi
+# A build environment (hatchling), made once: three isolated builds would fetch it three times.
+builder="$cache/build-venv-$key"
+if [ ! -f "$builder/.complete" ]; then
+  rm -rf "$builder"
+  $py -m venv "$builder"
+  # shellcheck disable=SC2046
+  "$builder/bin/python" -m pip install -q $($py - "$repo/pyproject.toml" <<'PY'
+import sys, tomllib
+print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["build-system"]["requires"]))
+PY
+) >&2
+  touch "$builder/.complete"
+fi
 mkdir -p "$out/wheels" "$out/newer" "$out/broken"
 cp "$deps_dir"/*.whl "$out/wheels/"
 
@@ -49,7 +62,7 @@ build() {  # build NAME VERSION_SUFFIX EDIT_FN
   if [ -n "$2" ]; then
     sed -i -E "s/^__version__ = \"([^\"]+)\"/__version__ = \"\\1$2\"/" "$src/companion/__init__.py"
   fi
-  $py -m pip wheel -q --no-deps --wheel-dir "$out/$1" "$src" >&2
+  "$builder/bin/python" -m pip wheel -q --no-deps --no-build-isolation --wheel-dir "$out/$1" "$src" >&2
   rm -rf "$src"
 }
 as_is() { :; }
