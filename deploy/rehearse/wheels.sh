@@ -17,7 +17,8 @@ while [ $# -gt 0 ]; do
     *) echo "wheels: unknown option $1" >&2; exit 2 ;;
   esac
 done
-py=python3
+# The clone's venv (setup.sh makes it; the system python3 may have no pip), Python 3.11 as on Bookworm.
+py="$repo/.venv/bin/python"; [ -x "$py" ] || py=python3
 pyver="$($py -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
 [ "$pyver" = 3.11 ] || { echo "wheels: need the host's python3 to be 3.11 like Bookworm's" >&2; exit 2; }
 [ "$arch" = amd64 ] || { echo "wheels: --arch $arch: only amd64 wheels are built here" >&2; exit 2; }
