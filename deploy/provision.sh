@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Provision one Raspberry Pi OS (Bookworm, arm64) device for the study, as root.
+# Provision one Raspberry Pi OS (Bookworm) device for the study, as root.
 #
 #   sudo bash deploy/provision.sh --participant P017 --timezone Europe/London [--name Sam] \
 #       [--asr-model vosk-model-small-en-us-0.15.zip|https://... --asr-sha256 HEX] \
+#       [--input-device NAME] [--output-device NAME] [--protocol FILE] [--wheels DIR] \
 #       [--source DIR_OR_WHEEL] [--prefix /opt/companion] [--home /var/lib/companion] \
 #       [--user companion] [--no-service] [--study-salt FILE]
 #
 # --study-salt FILE: the study's one pseudonym salt (same file for every device), installed
 # as HOME/export_salt (0600) so a participant id has the same pseudonym on any device.
 #
+# --wheels DIR: install offline from a wheelhouse (e.g. on a USB stick): no apt or pip network
+# use when the system packages are already there. --input-device/--output-device: ALSA device
+# names as `companion devices` lists them (a system service talks to ALSA, never PipeWire).
+# --protocol FILE: the study's protocol TOML, copied into the home (validated by init).
 # Idempotent: run it again to repair a device; data in the home is never touched.
-# The only network use is apt, pip and (if given as a URL) the ASR model download.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -20,15 +24,22 @@ home=/var/lib/companion
 user=companion
 participant="" timezone="" name="" asr_model="" asr_sha256="" service=1
 study_salt=""  # issue 14: study-wide pseudonyms
+participant="" timezone="" name="" asr_model="" asr_sha256="" service=1 wheels=""
+input_device="" output_device="" protocol=""
 
 die() { echo "provision: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || case "$1" in --no-service|-h|--help) ;; *) die "$1 needs a value" ;; esac
   case "$1" in
     --participant) participant="$2"; shift 2 ;;
     --timezone) timezone="$2"; shift 2 ;;
     --name) name="$2"; shift 2 ;;
     --asr-model) asr_model="$2"; shift 2 ;;
     --asr-sha256) asr_sha256="$2"; shift 2 ;;
+    --input-device) input_device="$2"; shift 2 ;;
+    --output-device) output_device="$2"; shift 2 ;;
+    --protocol) protocol="$2"; shift 2 ;;
+    --wheels) wheels="$(cd "$2" && pwd)" || die "--wheels $2: no such directory"; shift 2 ;;
     --source) source_dir="$2"; shift 2 ;;
     --prefix) prefix="$2"; shift 2 ;;
     --home) home="$2"; shift 2 ;;
@@ -45,49 +56,65 @@ done
 if [ -n "$asr_model" ] && [ -z "$asr_sha256" ]; then
   die "--asr-model needs --asr-sha256 so the model can be verified"
 fi
+[ -z "$protocol" ] || [ -r "$protocol" ] || die "--protocol $protocol: no such file"
+case "$asr_model" in
+  ""|http://*|https://*) ;;
+  *) [ -r "$asr_model" ] || die "--asr-model $asr_model: no such file" ;;
+esac
 
 echo "== system packages"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
 # python3-venv: the package's venv; espeak-ng + alsa-utils: speech; libportaudio2: microphone;
-# sox: audio checks; sqlite3: manual inspection; unzip: ASR model archives.
-apt-get install -y -q python3 python3-venv python3-pip espeak-ng alsa-utils libportaudio2 \
-  sox sqlite3 unzip curl ca-certificates
+# sox: audio checks; sqlite3: manual inspection; unzip: ASR model archives; acl: lets Ansible
+# run commands as the service user.
+packages="python3 python3-venv python3-pip espeak-ng alsa-utils libportaudio2 sox sqlite3 unzip
+curl ca-certificates acl"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # shellcheck disable=SC2086
+  apt-get install -y -q $missing
+else
+  echo "all present"
+fi
 
 echo "== service user $user"
 if ! id "$user" >/dev/null 2>&1; then
   useradd --system --home-dir "$home" --no-create-home --shell /usr/sbin/nologin "$user"
 fi
-usermod -a -G audio "$user"
+getent group audio >/dev/null && usermod -a -G audio "$user"
 install -d -m 0700 -o "$user" -g "$user" "$home"
 install -d -m 0755 "$prefix"
 
 echo "== package into $prefix/.venv"
 [ -x "$prefix/.venv/bin/python" ] || python3 -m venv "$prefix/.venv"
-"$prefix/.venv/bin/python" -m pip install -q --upgrade pip
-"$prefix/.venv/bin/python" -m pip install -q --upgrade "$source_dir"
-bin="$prefix/.venv/bin/companion"
-as_user() { runuser -u "$user" -- env COMPANION_HOME="$home" "$@"; }
-
-if [ -n "$asr_model" ]; then
-  echo "== ASR model"
-  if as_user "$bin" models install-asr --help >/dev/null 2>&1; then
-    as_user "$bin" models install-asr --home "$home" --sha256 "$asr_sha256" "$asr_model"
-  else
-    # Fallback while `companion models install-asr` is not available: fetch, verify, unpack.
-    archive="$asr_model"
-    case "$asr_model" in
-      http://*|https://*) archive="$(mktemp --suffix=.zip)"; curl -fsSL -o "$archive" "$asr_model" ;;
-    esac
-    echo "$asr_sha256  $archive" | sha256sum -c --quiet - || die "$asr_model: sha256 mismatch"
-    install -d -m 0700 -o "$user" -g "$user" "$home/models"
-    as_user unzip -q -o "$archive" -d "$home/models"
-  fi
+if [ -n "$wheels" ]; then
+  # Offline: the project's wheel and every runtime dependency come from the wheelhouse.
+  "$prefix/.venv/bin/python" -m pip install -q --no-index --find-links "$wheels" --upgrade companion
+else
+  "$prefix/.venv/bin/python" -m pip install -q --upgrade pip
+  "$prefix/.venv/bin/python" -m pip install -q --upgrade "$source_dir"
 fi
+# The unit's Documentation= points here.
+if [ -f "$source_dir/README.md" ]; then
+  install -D -m 0644 "$source_dir/README.md" "$prefix/share/README.md"
+fi
+bin="$prefix/.venv/bin/companion"
+# umask 077: whatever the companion user creates in the home is 0600/0700.
+as_user() { runuser -u "$user" -- env COMPANION_HOME="$home" sh -c 'umask 077; exec "$@"' sh "$@"; }
 
 echo "== config for participant $participant"
 init_args=(--participant "$participant" --timezone "$timezone")
 [ -n "$name" ] && init_args+=(--name "$name")
+[ -n "$input_device" ] && init_args+=(--input-device "$input_device")
+[ -n "$output_device" ] && init_args+=(--output-device "$output_device")
+if [ -n "$protocol" ]; then
+  install -m 0600 -o "$user" -g "$user" "$protocol" "$home/$(basename "$protocol")"
+  init_args+=(--protocol "$home/$(basename "$protocol")")
+fi
 as_user "$bin" init --home "$home" "${init_args[@]}"
 
 # --- study salt (issue 14): never replaced once set, or pseudonyms would change mid-study.
@@ -102,13 +129,31 @@ if [ -n "$study_salt" ]; then
   fi
 fi
 
+if [ -n "$asr_model" ]; then
+  echo "== ASR model"
+  # The service user cannot read root's files: hand it a private copy, named as the original
+  # (the model's folder name comes from the file name).
+  staging="$(mktemp -d)"
+  trap 'rm -rf "$staging"' EXIT
+  chown "$user:" "$staging"
+  case "$asr_model" in
+    http://*|https://*)
+      as_user "$bin" models install-asr --home "$home" --url "$asr_model" --sha256 "$asr_sha256" ;;
+    *)
+      install -m 0600 -o "$user" "$asr_model" "$staging/$(basename "$asr_model")"
+      as_user "$bin" models install-asr --home "$home" --sha256 "$asr_sha256" \
+        --from "$staging/$(basename "$asr_model")" ;;
+  esac
+fi
+
 if [ "$service" -eq 1 ] && command -v systemctl >/dev/null; then
   echo "== systemd unit"
   sed -e "s#/opt/companion#$prefix#g" -e "s#/var/lib/companion#$home#g" \
       -e "s#^User=.*#User=$user#" -e "s#^Group=.*#Group=$user#" \
       "$here/companion.service" > /etc/systemd/system/companion.service
   systemctl daemon-reload
-  systemctl enable --now companion.service
+  systemctl enable companion.service
+  systemctl restart companion.service
 fi
 
 echo "== doctor"

@@ -16,6 +16,8 @@ extras=""
 packages="espeak-ng alsa-utils libportaudio2 sox systemd"
 # chromium (--test only): the tests open the report in a headless browser.
 [ "${1:-}" = "--test" ] && packages="$packages chromium"
+# --test: the field rehearsal (deploy/rehearse.sh) builds and boots Debian devices.
+[ -n "$extras" ] && packages="$packages debootstrap systemd-container openssh-client iproute2"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

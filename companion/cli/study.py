@@ -15,7 +15,9 @@ from companion.cli.base import cli, home_option
 @click.option("--name", help="Participant's name, used in greetings.")
 @click.option("--timezone", help="IANA timezone, e.g. Europe/London.")
 @click.option("--protocol", "protocol_path", help="Study protocol TOML file (default: built in).")
-def init(home, participant_id, name, timezone, protocol_path) -> None:
+@click.option("--input-device", help="Microphone: ALSA device name (see `companion devices`).")
+@click.option("--output-device", help="Speaker: ALSA device name (see `companion devices`).")
+def init(home, participant_id, name, timezone, protocol_path, input_device, output_device) -> None:
     """Create or update a home: config.toml and the study database."""
     import os
     from pathlib import Path
@@ -30,7 +32,8 @@ def init(home, participant_id, name, timezone, protocol_path) -> None:
         protocol_path = os.path.abspath(Path(protocol_path).expanduser())
     updated = with_options(
         load_config(resolved), participant_id=participant_id, participant_name=name,
-        timezone=timezone, protocol=protocol_path,
+        timezone=timezone, protocol=protocol_path, input_device=input_device,
+        output_device=output_device,
     )  # fmt: skip
     load_protocol(updated.protocol_path(resolved.path))  # all checked before anything is written
     write_config(resolved, updated)
@@ -189,7 +192,11 @@ def stories_list(home) -> None:
 @cli.command()
 @home_option
 @click.option("--voice", is_flag=True, help="Invite and talk through microphone and speaker.")
-def run(home, voice) -> None:
+@click.option(
+    "--input", "input_path", type=click.Path(dir_okay=False, path_type=str),
+    help="Read the terminal's lines from this file or FIFO (made 0600 if missing), not stdin.",
+)  # fmt: skip
+def run(home, voice, input_path) -> None:
     """Run the always-on companion: daily invitations, reminders, missed-session records and
     backups, as the protocol's [schedule] says. Type a line (Enter) to start a session now.
     Stops on SIGTERM or Ctrl-C. Under systemd it reports readiness and pings the watchdog."""
@@ -208,7 +215,12 @@ def run(home, voice) -> None:
     app.prepare_bank(opened)
     # A new voice channel (and recogniser) per invitation/session: vosk grows over long runs.
     factory = (lambda: app.voice_channel(opened)) if voice else None
-    service.serve(opened, sys.stdin, sys.stdout, channel_factory=factory,
+    stdin = sys.stdin
+    if input_path:
+        from companion.service.terminal import open_input
+
+        stdin = open_input(input_path)
+    service.serve(opened, stdin, sys.stdout, channel_factory=factory,
                   chooser=lambda: app.story_chooser(opened))  # fmt: skip
 
 

@@ -14,6 +14,22 @@ from companion.engine.dialogue import EndOfInput, Expectation, Heard
 Clock = Callable[[], datetime]
 
 
+def open_input(path: str) -> Any:
+    """The terminal's lines from a file or FIFO instead of stdin (`companion run --input`).
+
+    A missing path becomes a FIFO (0600), so a program can talk to a service that has no
+    terminal. A FIFO is opened read-write: writers may come and go without ending input.
+    """
+    import os
+    import stat
+
+    if not os.path.exists(path):
+        os.mkfifo(path, 0o600)
+    fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+    fd = os.open(path, os.O_RDWR if fifo else os.O_RDONLY)
+    return os.fdopen(fd, "r", encoding="utf-8", buffering=1)
+
+
 class LineInbox:
     """Reads the terminal on a thread (a blocking read, never polling).
 

@@ -188,6 +188,8 @@ def with_options(
     participant_name: str | None = None,
     timezone: str | None = None,
     protocol: str | None = None,
+    input_device: str | None = None,
+    output_device: str | None = None,
 ) -> Config:
     """`config` with command-line options applied; each is checked like config.toml's
     value, and an error names the option (e.g. "--participant: ...")."""
@@ -208,6 +210,14 @@ def with_options(
         elif key == "timezone":
             _timezone(t, option, text)
         changes[key] = text
+    devices = {"input_device": ("--input-device", input_device),
+               "output_device": ("--output-device", output_device)}  # fmt: skip
+    voice: dict[str, Any] = {}
+    for key, (option, value) in devices.items():
+        if value is not None:
+            voice[key] = Table({option: value}, "command line").text(option)
+    if voice:
+        changes["voice"] = dataclasses.replace(config.voice, **voice)
     return dataclasses.replace(config, **changes)
 
 
