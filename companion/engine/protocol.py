@@ -23,7 +23,8 @@ SESSION_KINDS = ("daily", "enrolment", "exit")
 ITEM_TYPES = ("likert", "yesno", "text")
 # Every prompt and the placeholders the session fills in it: {name} (the participant's
 # name) everywhere, {topic} a story topic, {title} the chosen story's title, {hint} how to
-# answer, {answer} the rating heard. Anything else is rejected at load.
+# answer, {answer} the rating heard, {when} and {memory} when and what of an earlier story
+# ("Last week", "your sister's move"). Anything else is rejected at load.
 PROMPT_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "greeting": ("name",), "first_greeting": ("name",), "checkin_intro": ("name",),
     "story_invitation": ("name", "topic"), "story_nothing_heard": ("name", "topic"),
@@ -31,7 +32,7 @@ PROMPT_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "no_stories_left": ("name",), "instruments_intro": ("name",), "reprompt": ("name", "hint"),
     "gave_up": ("name",), "closing": ("name",), "goodbye": ("name",),
     "confirm": ("name", "answer"), "confirm_retry": ("name",),
-    "follow_ups": ("name",),
+    "follow_ups": ("name",), "story_recall": ("name", "when", "memory"),
 }  # fmt: skip
 REQUIRED_PROMPTS = (
     "greeting", "first_greeting", "checkin_intro", "story_invitation", "story_nothing_heard",
@@ -42,6 +43,7 @@ REQUIRED_PROMPTS = (
 OPTIONAL_PROMPTS = {
     "confirm": "I heard {answer}. Is that right?",
     "confirm_retry": "Sorry about that. Let's try once more.",
+    "story_recall": "{when} you told me about {memory}. How have things been with that since?",
 }
 
 
@@ -96,6 +98,14 @@ class Protocol:
     confirm_voice_answers: bool = True
     # Voice mode: keep participant turns as 16 kHz WAV files under HOME/audio.
     keep_audio: bool = False
+    # Every wording of each prompt (a prompt may be a list of alternatives; `prompts` holds the
+    # first): the session says the one not said for longest (engine.variety).
+    alternatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # No prompt, follow-up, topic or acknowledgement wording is said again within this many
+    # days while an alternative remains (0..366).
+    avoid_repeat_days: int = 14
+    # Now and then, invite by referring back to an earlier day's story (engine.recall).
+    recall_earlier_stories: bool = True
 
     def instruments_for(self, phase: str, session_kind: str) -> list[Instrument]:
         return [i for i in self.instruments if i.phase == phase and session_kind in i.sessions]
@@ -134,6 +144,8 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
         "story_max_seconds": lambda k: head.number(k, 5, 1800),
         "confirm_voice_answers": head.flag,
         "keep_audio": head.flag,
+        "avoid_repeat_days": lambda k: head.integer(k, 0, 366),
+        "recall_earlier_stories": head.flag,
     })  # fmt: skip
     for key in ("id", "version"):
         if key not in values:
@@ -153,14 +165,19 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
         values["emotion_weight"] = weights["emotion"]
 
     prompts_table = root.sub("prompts")
-    prompts = {}
-    for key in REQUIRED_PROMPTS:
-        prompts[key] = prompts_table.template(
-            key, prompts_table.text(key), PROMPT_PLACEHOLDERS[key]
-        )
-    for key, default in OPTIONAL_PROMPTS.items():
-        text = prompts_table.text(key, default)
-        prompts[key] = prompts_table.template(key, text, PROMPT_PLACEHOLDERS[key])
+    alternatives = {}
+    for key in (*REQUIRED_PROMPTS, *OPTIONAL_PROMPTS):
+        # One wording, or a list of alternatives the session varies between.
+        if isinstance(prompts_table.table.get(key), list):
+            texts = prompts_table.strings(key)
+        elif key in OPTIONAL_PROMPTS:
+            texts = (prompts_table.text(key, OPTIONAL_PROMPTS[key]),)
+        else:
+            texts = (prompts_table.text(key),)
+        for text in texts:
+            prompts_table.template(key, text, PROMPT_PLACEHOLDERS[key])
+        alternatives[key] = texts
+    prompts = {key: texts[0] for key, texts in alternatives.items()}
     follow_ups = prompts_table.strings("follow_ups", [], allow_empty=True)
     for text in follow_ups:
         prompts_table.template("follow_ups", text, PROMPT_PLACEHOLDERS["follow_ups"])
@@ -177,6 +194,7 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
     return Protocol(
         **values,
         prompts=prompts,
+        alternatives=alternatives,
         topics=topics,
         source=source,
         follow_ups=follow_ups,
