@@ -185,9 +185,13 @@ def acknowledgement(
     """The phrase for what was heard, noted in `memory` so it is not said again soon."""
     decision = decide(shipped_rule() if rule is None else rule, emotions)
     if decision.level == "exact" and decision.label:
-        templates = NAMED[family_of(decision.label) or ""]
-        phrase = memory.choose(templates, rng).format(feeling=FEELING_WORDS[decision.label])
+        templates: tuple[str, ...] = NAMED[family_of(decision.label) or ""]
     else:
-        phrase = memory.choose(phrases_for(decision), rng)
+        templates = tuple(phrases_for(decision))
+    if not memory.fresh(templates) and memory.fresh(NEUTRAL):
+        templates = NEUTRAL  # all of this level's phrases said lately: reflect rather than repeat
+    phrase = memory.choose(templates, rng)
+    if decision.level == "exact" and decision.label and templates is not NEUTRAL:
+        phrase = phrase.format(feeling=FEELING_WORDS[decision.label])
     memory.note(phrase)
     return phrase

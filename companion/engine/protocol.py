@@ -98,12 +98,12 @@ class Protocol:
     confirm_voice_answers: bool = True
     # Voice mode: keep participant turns as 16 kHz WAV files under HOME/audio.
     keep_audio: bool = False
-    # Every wording of each prompt (a prompt may be a list of alternatives; `prompts` holds the
-    # first): the session says the one not said for longest (engine.variety).
+    # Every wording of each prompt, the [prompts] one first, then [prompts.alternatives]: the
+    # session says the one not said for longest (engine.variety).
     alternatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # No prompt, follow-up, topic or acknowledgement wording is said again within this many
     # days while an alternative remains (0..366).
-    avoid_repeat_days: int = 14
+    avoid_repeat_days: int = 7
     # Now and then, invite by referring back to an earlier day's story (engine.recall).
     recall_earlier_stories: bool = True
 
@@ -165,25 +165,29 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
         values["emotion_weight"] = weights["emotion"]
 
     prompts_table = root.sub("prompts")
+    prompts = {}
+    for key in REQUIRED_PROMPTS:
+        prompts[key] = prompts_table.template(
+            key, prompts_table.text(key), PROMPT_PLACEHOLDERS[key]
+        )
+    for key, default in OPTIONAL_PROMPTS.items():
+        text = prompts_table.text(key, default)
+        prompts[key] = prompts_table.template(key, text, PROMPT_PLACEHOLDERS[key])
+    # [prompts.alternatives]: more wordings of a prompt, said in turn with the main one.
+    more = prompts_table.sub("alternatives")
+    more.unknown(prompts)
     alternatives = {}
-    for key in (*REQUIRED_PROMPTS, *OPTIONAL_PROMPTS):
-        # One wording, or a list of alternatives the session varies between.
-        if isinstance(prompts_table.table.get(key), list):
-            texts = prompts_table.strings(key)
-        elif key in OPTIONAL_PROMPTS:
-            texts = (prompts_table.text(key, OPTIONAL_PROMPTS[key]),)
-        else:
-            texts = (prompts_table.text(key),)
-        for text in texts:
-            prompts_table.template(key, text, PROMPT_PLACEHOLDERS[key])
-        alternatives[key] = texts
-    prompts = {key: texts[0] for key, texts in alternatives.items()}
+    for key, text in prompts.items():
+        extra = more.strings(key, [], allow_empty=True)
+        for wording in extra:
+            more.template(key, wording, PROMPT_PLACEHOLDERS[key])
+        alternatives[key] = (text, *extra)
     follow_ups = prompts_table.strings("follow_ups", [], allow_empty=True)
     for text in follow_ups:
         prompts_table.template("follow_ups", text, PROMPT_PLACEHOLDERS["follow_ups"])
     topics = prompts_table.strings("topics")
     # After the known keys: a misspelt prompt reads as "missing", the likelier mistake.
-    prompts_table.unknown([*PROMPT_PLACEHOLDERS, "topics"])
+    prompts_table.unknown([*PROMPT_PLACEHOLDERS, "topics", "alternatives"])
 
     raw_instruments = root.get("instruments", list, [])
     instruments = tuple(_instrument(raw, source, n) for n, raw in enumerate(raw_instruments))

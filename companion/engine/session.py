@@ -197,7 +197,7 @@ class SessionRun:
 
     def prompt(self, key: str, **values: str) -> str:
         wordings = self.protocol.alternatives.get(key) or (self.protocol.prompts[key],)
-        return self.fill(self.memory.choose(wordings, self.rng), **values)
+        return self.fill(self.memory.choose(wordings), **values)
 
     def fill(self, template: str, **values: str) -> str:
         """A protocol template (prompt or follow-up) with {name} and `values` filled in."""
@@ -284,7 +284,9 @@ class SessionRun:
         return acknowledgement(emotions, self.memory, self.rng)
 
     def story_sharing(self) -> str:
-        topic = self.memory.choose(self.protocol.topics, self.rng)
+        topics = self.protocol.topics  # rotated: each participant starts at a different topic
+        start = self.participant.seed % len(topics)
+        topic = self.memory.choose(topics[start:] + topics[:start])
         expect = Expectation("story", max_seconds=self.protocol.story_max_seconds)
         recall = None
         if self.protocol.recall_earlier_stories:
@@ -312,7 +314,7 @@ class SessionRun:
         follow_ups = self.protocol.follow_ups
         for _ in range(self.protocol.follow_up_turns):
             ack = self.acknowledge(" ".join(parts))
-            question = self.fill(self.memory.choose(follow_ups, self.rng)) if follow_ups else ""
+            question = self.fill(self.memory.choose(follow_ups)) if follow_ups else ""
             self.say(f"{ack} {question}".strip(), "follow_up")
             if not follow_ups:
                 break
