@@ -40,21 +40,35 @@ def model() -> None:
 @click.option(
     "--emotions",
     "csv_path",
-    required=True,
     type=click.Path(dir_okay=False, path_type=str),
     help="CSV with columns label (1..32, EmpatheticDialogues order),content.",
 )
+@click.option(
+    "--acknowledgements",
+    "ack_path",
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Same CSV format: how often the acknowledgement rule names a feeling, and rightly.",
+)
 @click.option("--model", "model_path", default=None, help="Model .onnx (default: the shipped one).")
-def model_eval(csv_path: str, model_path: str | None) -> None:
-    """Emotion accuracy on a labelled CSV: prints one JSON line {n, top1, top3, macro_f1}."""
+def model_eval(csv_path: str | None, ack_path: str | None, model_path: str | None) -> None:
+    """On a labelled CSV, one JSON line: --emotions {n, top1, top3, macro_f1};
+    --acknowledgements {n, named_exact, named_family, neutral, right_exact, right_family,
+    right_named}."""
     import json
     from pathlib import Path
 
-    from companion.model.encode import Encoder, evaluate_emotions, read_emotion_csv
+    from companion.errors import ConfigError
+    from companion.model.encode import (
+        Encoder, evaluate_acknowledgements, evaluate_emotions, read_emotion_csv,
+    )  # fmt: skip
 
-    read_emotion_csv(Path(csv_path))  # fail fast on a malformed file, before loading the model
+    if (csv_path is None) == (ack_path is None):
+        raise ConfigError("model eval: give exactly one of --emotions FILE or --acknowledgements FILE")
+    path = Path(csv_path or ack_path or "")
+    read_emotion_csv(path)  # fail fast on a malformed file, before loading the model
     encoder = Encoder.load(Path(model_path) if model_path else None)
-    click.echo(json.dumps(evaluate_emotions(encoder, Path(csv_path))))
+    evaluate = evaluate_emotions if csv_path else evaluate_acknowledgements
+    click.echo(json.dumps(evaluate(encoder, path)))
 
 
 @model.command("replay")

@@ -115,7 +115,7 @@ FAMILY: dict[str, tuple[str, ...]] = {
         "I'm sorry. That sounds hard to go through.",
         "That sounds like it hurt. I'm glad you could share it with me.",
         "That must have been hard. I'm sorry it happened.",
-        "It sounds like that weighed on you. Thank you for trusting me with it.",
+        "It sounds like that weighed on you. Thank you for sharing it with me.",
     ),
     "fear": (  # afraid, terrified, anxious, apprehensive
         "That sounds really unsettling.",
@@ -135,7 +135,7 @@ FAMILY: dict[str, tuple[str, ...]] = {
         "That sounds like an uncomfortable moment to look back on.",
         "Those moments can be hard to sit with. Thank you for being open about it.",
         "It takes courage to share something like that.",
-        "That sounds like it stayed with you. Thank you for trusting me with it.",
+        "That sounds like it stayed with you. Thank you for telling me about it.",
         "We all have moments like that. I appreciate you telling me.",
     ),
 }

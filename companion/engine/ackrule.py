@@ -10,6 +10,7 @@ probabilities and shipped in companion/data/acknowledge_rule.json (never written
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -22,6 +23,9 @@ RULE_FILE = "acknowledge_rule.json"
 TARGET_PRECISION = 0.9
 # A threshold needs this many calibration rows at or above it: fewer would be luck, not evidence.
 MIN_SUPPORT = 12
+# A cut must be precise with this margin (Wilson lower bound, z = 1: about 84 % one-sided), so
+# that thresholds fitted on some stories stay precise on new ones.
+CONFIDENCE_Z = 1.0
 
 Level = Literal["exact", "family", "neutral"]
 
@@ -59,28 +63,36 @@ def right(decision: Decision, truth: str) -> bool:
     return decision.level == "family" and decision.label == family_of(truth)
 
 
-def score(decisions: Sequence[Decision], truths: Sequence[str]) -> dict[str, float | int]:
+def score(decisions: Sequence[Decision], truths: Sequence[str]) -> dict[str, float | int | None]:
     """The fractions `model eval --acknowledgements` prints; precision at the level named."""
     n = len(decisions)
     exact = [right(d, t) for d, t in zip(decisions, truths, strict=True) if d.level == "exact"]
     family = [right(d, t) for d, t in zip(decisions, truths, strict=True) if d.level == "family"]
 
-    def frac(part: int, whole: int) -> float:
-        return round(part / whole, 4) if whole else 0.0
+    def frac(part: int, whole: int) -> float | None:  # None: nothing to divide (never named)
+        return round(part / whole, 4) if whole else None
 
     return {
         "n": n,
-        "named_exact": frac(len(exact), n),
-        "named_family": frac(len(family), n),
-        "neutral": frac(n - len(exact) - len(family), n),
+        "named_exact": frac(len(exact), n) or 0.0,
+        "named_family": frac(len(family), n) or 0.0,
+        "neutral": frac(n - len(exact) - len(family), n) or 0.0,
         "right_exact": frac(sum(exact), len(exact)),
         "right_family": frac(sum(family), len(family)),
         "right_named": frac(sum(exact) + sum(family), len(exact) + len(family)),
     }
 
 
+def lower_bound(hits: int, n: int, z: float = CONFIDENCE_Z) -> float:
+    """Wilson score lower bound of a proportion: what `hits` of `n` reliably shows."""
+    p = hits / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - spread) / (1 + z * z / n)
+
+
 def _threshold(scored: list[tuple[float, bool]], precision: float) -> float | None:
-    """Lowest threshold whose every higher cut (with enough support) keeps `precision`."""
+    """Lowest threshold at which everything named (at or above it) is reliably precise."""
     scored = sorted(scored, reverse=True)
     best = None
     hits = 0
@@ -88,9 +100,8 @@ def _threshold(scored: list[tuple[float, bool]], precision: float) -> float | No
         hits += ok
         if n < MIN_SUPPORT:
             continue
-        if hits / n < precision:
-            break  # a looser threshold would include this failing cut
-        if n == len(scored) or scored[n][0] < value:  # a cut between distinct values
+        distinct = n == len(scored) or scored[n][0] < value  # a cut between distinct values
+        if distinct and lower_bound(hits, n) >= precision:
             best = value
     return best
 
@@ -123,7 +134,8 @@ def fit(
         cut = _threshold(scored, precision)
         if cut is not None:
             family[fam] = round(cut, 6)
-    return {"precision": precision, "min_support": MIN_SUPPORT, "exact": exact, "family": family}
+    return {"precision": precision, "min_support": MIN_SUPPORT, "confidence_z": CONFIDENCE_Z,
+            "exact": exact, "family": family}  # fmt: skip
 
 
 def load_rule() -> dict[str, Any]:
