@@ -1,6 +1,7 @@
 """Calibrate the acknowledgement naming rule for the shipped model (build-time; needs `build`).
 
-    .venv/bin/python models/calibrate_ack.py --data ../shared/data/empatheticdialogues/situations_dev.csv
+    .venv/bin/python models/calibrate_ack.py \
+        --data ../shared/data/empatheticdialogues/situations_dev.csv
 
 The shipped model is trained on every row of that file, so its own probabilities on it are
 in-sample (top-1 0.90 against 0.52 held out) and would make any rule look reliable. The rule is
@@ -22,7 +23,6 @@ import json
 import logging
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +37,9 @@ log = logging.getLogger("calibrate_ack")
 RULE_PATH = HERE.parent / "companion" / "data" / "acknowledge_rule.json"
 
 
-def oof_probabilities(data: Path, sidecar: dict, folds: int, jobs: int, scratch: Path) -> np.ndarray:
+def oof_probabilities(
+    data: Path, sidecar: dict, folds: int, jobs: int, scratch: Path
+) -> np.ndarray:
     """Out-of-fold emotion probabilities (rows in file order) for the shipped model's config."""
     cfg_json = json.dumps(sidecar["training"]["config"], sort_keys=True)
     key = hashlib.sha256(data.read_bytes() + cfg_json.encode() + str(folds).encode()).hexdigest()
@@ -72,8 +74,16 @@ def train_fold(data: Path, cfg_json: str, folds: int, k: int, scratch: Path, out
     """Train the build config on every fold but `k`; write the int8 logits of fold k's rows."""
     import torch
     from build import (
-        TrainConfig, export, load_pretrained, load_rows, onnx_logits, predict, seed_all,
-        source_dir, tokenize, train,
+        TrainConfig,
+        export,
+        load_pretrained,
+        load_rows,
+        onnx_logits,
+        predict,
+        seed_all,
+        source_dir,
+        tokenize,
+        train,
     )  # fmt: skip
     from tokenizers import Tokenizer
 
@@ -155,7 +165,7 @@ def main() -> None:
         model_sha256=sidecar["sha256"],
         model=sidecar["file"],
         data=args.data.name,
-        calibrated_on="out-of-fold probabilities, %d-fold" % args.folds,
+        calibrated_on=f"out-of-fold probabilities, {args.folds}-fold",
         cross_validated={"folds": per_fold, "overall": overall},
         command="python models/calibrate_ack.py --data " + str(args.data),
     )

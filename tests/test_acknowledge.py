@@ -10,8 +10,8 @@ import pytest
 
 from companion.emotions import EMOTIONS, FAMILIES, family_of
 from companion.engine import ackrule
-from companion.engine.ackrule import Decision, decide, fit, score
 from companion.engine.acknowledge import FAMILY, FEELING_WORDS, NAMED, NEUTRAL, acknowledgement
+from companion.engine.ackrule import Decision, decide, fit, score
 from companion.engine.variety import PhraseMemory
 from companion.model.encode import default_model_dir
 from tests.helpers.run import REPO, one_error_line, run_cli

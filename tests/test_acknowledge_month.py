@@ -64,8 +64,9 @@ def test_recall_refers_back_now_and_then_by_a_short_phrase_only(month) -> None:
         assert len(phrase.split()) <= 4
         words = told.lower().split()
         longest_copy = max(
-            n for n in range(1, len(words) + 1)
-            if any(" ".join(words[i:i + n]) in text.lower() for i in range(len(words) - n + 1))
+            n
+            for n in range(1, len(words) + 1)
+            if any(" ".join(words[i : i + n]) in text.lower() for i in range(len(words) - n + 1))
         )
         assert longest_copy <= 3, (text, told)
     # each earlier story is recalled at most once
@@ -85,8 +86,9 @@ def test_recall_turns_are_in_the_codebook_and_redacted_like_any_transcript(
     month, tmp_path: Path
 ) -> None:
     out = tmp_path / "export"
-    export_home(month.home, out, ExportOptions(include_transcripts=True, deidentify=True,
-                                              extra_names=("sister", "daughter", "grandson")))  # fmt: skip
+    names = ("sister", "daughter", "grandson")  # stand-ins for names the researchers list
+    options = ExportOptions(include_transcripts=True, deidentify=True, extra_names=names)
+    export_home(month.home, out, options)
     codebook = next(out.rglob("codebook*")).read_text()
     assert "story_recall" in codebook and "story_recalled" in codebook
     turns = next(p for p in out.rglob("turns.csv")).read_text()

@@ -59,11 +59,16 @@ def model_eval(csv_path: str | None, ack_path: str | None, model_path: str | Non
 
     from companion.errors import ConfigError
     from companion.model.encode import (
-        Encoder, evaluate_acknowledgements, evaluate_emotions, read_emotion_csv,
+        Encoder,
+        evaluate_acknowledgements,
+        evaluate_emotions,
+        read_emotion_csv,
     )  # fmt: skip
 
     if (csv_path is None) == (ack_path is None):
-        raise ConfigError("model eval: give exactly one of --emotions FILE or --acknowledgements FILE")
+        raise ConfigError(
+            "model eval: give exactly one of --emotions FILE or --acknowledgements FILE"
+        )
     path = Path(csv_path or ack_path or "")
     read_emotion_csv(path)  # fail fast on a malformed file, before loading the model
     encoder = Encoder.load(Path(model_path) if model_path else None)

@@ -44,7 +44,5 @@ def recall_for(
     return choose_recall(today, earlier, recalls(db, participant_id), rng, related)
 
 
-def note_recall(
-    db: sqlite_utils.Database, session_id: int, recall: Recall, at: datetime
-) -> None:
+def note_recall(db: sqlite_utils.Database, session_id: int, recall: Recall, at: datetime) -> None:
     log_event(db, "story_recalled", str(recall.session_id), session_id=session_id, at=at)

@@ -21,27 +21,32 @@ GAP_DAYS = 3
 CHANCE = 0.6
 MAX_WORDS = 3  # of the topic phrase, "my" not counted
 
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 # Words that end a noun phrase after "my": verbs, prepositions, conjunctions, pronouns.
-_STOP = frozenset("""
-a an the and or but so because when while if then than that which who whom whose what where
-to of in on at for from with by about into onto over under after before since until during as
-is was were are be been being am has had have having do did does done will would can could
-shall should may might must just also very really too not never always still even only
-i me my we our you your he him his she her they them their it its this these those there here
-got get gets getting went go goes going came come comes coming said says told tell made make
-took take gave give felt feel feels found find saw see seen knew know thought think decided
-wanted want needed need started start finally recently yesterday today tomorrow last
-broke bought brought threw lost won left ran fell hit put sent kept spent wrote drove flew sold
-lent let began became caught chose drew ate fought forgot grew held hurt led meant met paid read
-rode rang sang sat slept spoke stood stole swam taught tore understood woke wore worn keeps
-amazes graduate behind again back out up down off away home once now half died
-""".split())  # fmt: skip
+_STOP = _words("""
+a an the and or but so because when while if then than that which who whom whose what where to
+of in on at for from with by about into onto over under after before since until during as is
+was were are be been being am has had have having do did does done will would can could shall
+should may might must just also very really too not never always still even only i me my we our
+you your he him his she her they them their it its this these those there here got get gets
+getting went go goes going came come comes coming said says told tell made make took take gave
+give felt feel feels found find saw see seen knew know thought think decided wanted want needed
+need started start finally recently yesterday today tomorrow last broke bought brought threw
+lost won left ran fell hit put sent kept spent wrote drove flew sold lent let began became
+caught chose drew ate fought forgot grew held hurt led meant met paid read rode rang sang sat
+slept spoke stood stole swam taught tore understood woke wore worn keeps amazes graduate behind
+again back out up down off away home once now half died
+""")
 # Not topics to bring back a week later: the body, and words too vague to mean anything.
-_NOT_TOPICS = frozenset("""
+_NOT_TOPICS = _words("""
 face ears ear eyes eye hair lap ankle arm arms leg legs head hands hand body underwear mind
 life situation self way time day stuff things thing lot
-""".split())  # fmt: skip
-_MY = re.compile(r"\bmy\s+((?:[a-z][a-z'-]*\s*){1,%d})" % MAX_WORDS, re.IGNORECASE)
+""")
+_MY = re.compile(rf"\bmy\s+((?:[a-z][a-z'-]*\s*){{1,{MAX_WORDS}}})", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,9 @@ def topic_phrases(story: str) -> list[str]:
         for word in match.group(1).split():
             if word.lower() in _STOP or not word.islower():
                 break  # a verb, a preposition or a name: the phrase ends here
-            verbish = word.endswith("ed") and len(word) > 4 or word.endswith("ing") and len(word) > 5
+            verbish = (
+                word.endswith("ed") and len(word) > 4 or word.endswith("ing") and len(word) > 5
+            )
             if words and not words[-1].endswith("'s") and verbish:
                 break  # "my dog died", "my daughter teaching": a verb (but "my sister's wedding")
             words.append(word.strip("'-"))

@@ -22,8 +22,8 @@ from companion.clock import iso, utc_now
 from companion.engine import answers
 from companion.engine.acknowledge import acknowledgement
 from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
-from companion.engine.memory import note_recall, phrase_memory, recall_for
 from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
+from companion.engine.memory import note_recall, phrase_memory, recall_for
 from companion.engine.protocol import Instrument, Item, Protocol
 from companion.engine.record import record_protocol
 from companion.engine.stories import unheard_stories

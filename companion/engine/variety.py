@@ -27,7 +27,7 @@ class Said:
 @lru_cache(maxsize=1024)
 def pattern(template: str) -> re.Pattern[str]:
     """A regex matching `template` filled with anything on one line, spacing and case ignored."""
-    parts = []
+    parts: list[str] = []
     try:
         fields = list(string.Formatter().parse(template))
     except ValueError:  # not a template (a topic with a brace): match it literally
