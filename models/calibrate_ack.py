@@ -129,6 +129,7 @@ def main() -> None:
     ap.add_argument("--model", type=Path, default=HERE / "companion-empathy-1.onnx")
     ap.add_argument("--folds", type=int, default=3, help="folds of the out-of-fold models")
     ap.add_argument("--jobs", type=int, default=3, help="folds trained at once")
+    ap.add_argument("--rule-folds", type=int, default=5, help="folds of the rule's own CV")
     ap.add_argument("--fold", type=int, help=argparse.SUPPRESS)  # internal: one fold's worker
     ap.add_argument("--fold-out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--config", help=argparse.SUPPRESS)
@@ -146,9 +147,9 @@ def main() -> None:
     labels = [EMOTIONS[i] for i in read_emotion_csv(args.data)[0]]
     rows = [dict(zip(EMOTIONS, map(float, p), strict=True)) for p in probs]
     # Outer CV of the rule itself: thresholds fitted on k-1 folds, scored on the held-out one.
-    fold_of = ackrule_folds(np.asarray([EMOTIONS.index(x) for x in labels]), args.folds, 7)
+    fold_of = ackrule_folds(np.asarray([EMOTIONS.index(x) for x in labels]), args.rule_folds, 7)
     per_fold, held_out = [], [None] * len(rows)
-    for k in range(args.folds):
+    for k in range(args.rule_folds):
         train = [i for i in range(len(rows)) if fold_of[i] != k]
         test = [i for i in range(len(rows)) if fold_of[i] == k]
         rule = ackrule.fit([rows[i] for i in train], [labels[i] for i in train], args.precision)
