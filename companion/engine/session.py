@@ -293,9 +293,9 @@ class SessionRun:
             recall = recall_for(self.db, self.participant.id, self.today, self.rng,
                                 self.chooser.related)  # fmt: skip
         if recall:  # refer back to an earlier day's story, by a short topic phrase only
-            note_recall(self.db, self.session_id, recall, self.clock())
             self.say(self.prompt("story_recall", when=recall.when, memory=recall.memory),
                      "story_recall")  # fmt: skip
+            note_recall(self.db, self.session_id, recall, self.clock())
         else:
             self.say(self.prompt("story_invitation", topic=topic), "story_invitation")
         heard = self.hear(expect, "story")
