@@ -90,7 +90,7 @@ NAMED: dict[str, tuple[str, ...]] = {
 # e.g. a "sadness" phrase fits sad, lonely, disappointed and heartbroken alike.
 FAMILY: dict[str, tuple[str, ...]] = {
     "joy": (  # excited, proud, grateful, impressed, confident, joyful, content
-        "What a lovely thing to happen. I'm glad you told me about it.",
+        "What a lovely thing to hear about. I'm glad you told me.",
         "That sounds like a really good moment.",
         "It sounds like that brought you something good. Thank you for sharing it.",
         "That sounds like a bright spot. I'm glad you had it.",
@@ -105,10 +105,10 @@ FAMILY: dict[str, tuple[str, ...]] = {
     ),
     "anticipation": (  # surprised, hopeful, anticipating, prepared
         "That sounds like quite a moment. Thank you for telling me.",
-        "It sounds like there was a lot to take in.",
-        "That sounds like something that really caught your attention.",
         "I can hear that it was a moment that stood out for you.",
-        "That sounds like a lot was happening at once.",
+        "That sounds like a moment worth telling. Thank you.",
+        "It sounds like that really had your attention.",
+        "Thank you for sharing that moment with me.",
     ),
     "sadness": (  # sad, lonely, disappointed, devastated
         "That sounds really painful. Thank you for telling me.",
@@ -122,14 +122,14 @@ FAMILY: dict[str, tuple[str, ...]] = {
         "It sounds like that was a worrying time.",
         "That sounds like a lot to have on your mind.",
         "That sounds frightening. Thank you for telling me about it.",
-        "I can hear that it was hard not knowing how it would go.",
+        "That sounds like it put you on edge.",
     ),
     "anger": (  # annoyed, angry, furious, disgusted, jealous
-        "That sounds really frustrating.",
+        "That sounds really unpleasant to deal with.",
         "It sounds like that got under your skin, and that's understandable.",
         "That sounds hard to put up with.",
         "I can hear that it really bothered you.",
-        "That sounds like it was not okay with you, and that makes sense.",
+        "That sounds like it didn't sit right with you, and that makes sense.",
     ),
     "shame": (  # guilty, embarrassed, ashamed
         "That sounds like an uncomfortable moment to look back on.",
