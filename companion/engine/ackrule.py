@@ -83,8 +83,9 @@ def score(decisions: Sequence[Decision], truths: Sequence[str]) -> dict[str, flo
     }
 
 
-def lower_bound(hits: int, n: int, z: float = CONFIDENCE_Z) -> float:
+def lower_bound(hits: int, n: int, z: float | None = None) -> float:
     """Wilson score lower bound of a proportion: what `hits` of `n` reliably shows."""
+    z = CONFIDENCE_Z if z is None else z
     p = hits / n
     centre = p + z * z / (2 * n)
     spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
