@@ -28,8 +28,10 @@ def cpu() -> str:
         info = Path("/proc/cpuinfo").read_text()
     except OSError:
         return platform.machine()
-    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
-    name = fields.get("model name", fields.get("Model", platform.machine())).strip()
+    fields = {
+        k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in info.splitlines() if ":" in ln)
+    }
+    name = fields.get("model name", fields.get("Model", platform.machine()))
     flags = fields.get("flags", fields.get("Features", "")).split()
     shown = [
         f for f in ("avx2", "avx512f", "avx512_vnni", "neon", "asimd", "asimddp") if f in flags
