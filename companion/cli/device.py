@@ -49,24 +49,43 @@ def model() -> None:
     type=click.Path(dir_okay=False, path_type=str),
     help="Same CSV format: rank the other rows as a bank for each row (hit = same label).",
 )
+@click.option(
+    "--acknowledgements",
+    "ack_path",
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Same CSV format: how often the acknowledgement rule names a feeling, and rightly.",
+)
 @click.option("--protocol", "protocol_path", help="Protocol whose [matching] weights to use.")
 @click.option("--semantic", type=click.FloatRange(0, 1), help="Override the semantic weight.")
 @click.option("--emotion", type=click.FloatRange(0, 1), help="Override the emotion weight.")
 @click.option("--model", "model_path", default=None, help="Model .onnx (default: the shipped one).")
-def model_eval(csv_path, matching_path, protocol_path, semantic, emotion, model_path) -> None:
-    """Emotion accuracy ({n, top1, top3, macro_f1}) or matching precision ({n, p_at_1, p_at_5,
-    cosine, emotion_only}) on a labelled CSV, as one JSON line."""
+def model_eval(csv_path, matching_path, ack_path, protocol_path, semantic, emotion,
+               model_path) -> None:  # fmt: skip
+    """On a labelled CSV, one JSON line: --emotions {n, top1, top3, macro_f1}; --matching
+    {n, p_at_1, p_at_5, cosine, emotion_only}; --acknowledgements {n, named_exact,
+    named_family, neutral, right_exact, right_family, right_named}."""
     import json
     from pathlib import Path
 
-    from companion.model.encode import Encoder, evaluate_emotions, read_emotion_csv
+    from companion.errors import ConfigError
+    from companion.model.encode import (
+        Encoder,
+        evaluate_acknowledgements,
+        evaluate_emotions,
+        read_emotion_csv,
+    )  # fmt: skip
 
-    if bool(csv_path) == bool(matching_path):
-        raise click.UsageError("give one of --emotions FILE or --matching FILE")
-    read_emotion_csv(Path(csv_path or matching_path))  # fail fast, before loading the model
-    if csv_path:
+    given = [p for p in (csv_path, matching_path, ack_path) if p]
+    if len(given) != 1:
+        raise ConfigError(
+            "model eval: give exactly one of --emotions, --matching or --acknowledgements FILE"
+        )
+    path = Path(given[0])
+    read_emotion_csv(path)  # fail fast on a malformed file, before loading the model
+    if not matching_path:
         encoder = Encoder.load(Path(model_path) if model_path else None)
-        click.echo(json.dumps(evaluate_emotions(encoder, Path(csv_path))))
+        evaluate = evaluate_emotions if csv_path else evaluate_acknowledgements
+        click.echo(json.dumps(evaluate(encoder, path)))
         return
     from companion.engine.protocol import load_protocol
     from companion.model.evaluate import evaluate_matching
@@ -78,9 +97,9 @@ def model_eval(csv_path, matching_path, protocol_path, semantic, emotion, model_
         protocol.emotion_weight if emotion is None else emotion,
     )
     if weights.semantic == weights.emotion == 0:
-        raise click.UsageError("--semantic and --emotion must not both be 0")
+        raise ConfigError("model eval: --semantic and --emotion must not both be 0")
     encoder = Encoder.load(Path(model_path) if model_path else None)
-    click.echo(json.dumps(evaluate_matching(encoder, Path(matching_path), weights)))
+    click.echo(json.dumps(evaluate_matching(encoder, path, weights)))
 
 
 @model.command("replay")

@@ -1,7 +1,10 @@
-"""Acknowledging what the participant felt. Pure: text in, phrase out.
+"""Acknowledging what the participant felt. Pure: emotion estimate in, phrase out.
 
-With a confident emotion estimate the companion names the feeling; otherwise it
-uses a neutral reflective phrase. Phrases are never repeated within a session.
+The calibrated rule (`ackrule`, thresholds in companion/data/acknowledge_rule.json) decides the
+level: name the exact feeling where the model is reliably right, name only the feeling's family
+in words that fit every feeling of that family where only the family is reliable, otherwise
+reflect without naming. Among the phrases of that level the freshest is chosen (`variety`): none
+said twice in a session, none again within the protocol's window while alternatives remain.
 All wording written by the companion team.
 """
 
@@ -9,8 +12,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
 
 from companion.emotions import family_of
+from companion.engine.ackrule import Decision, decide, load_rule
+from companion.engine.variety import PhraseMemory
 
 # How each emotion is named in a sentence ("you felt ___").
 FEELING_WORDS: dict[str, str] = {
@@ -26,42 +33,110 @@ FEELING_WORDS: dict[str, str] = {
     "apprehensive": "uneasy", "faithful": "loyal",
 }  # fmt: skip
 
-# Phrases per emotion family (companion.emotions.FAMILIES); each fits every member's feeling word.
+# Exact naming, by the feeling's family; {feeling} is a FEELING_WORDS entry of that family.
 NAMED: dict[str, tuple[str, ...]] = {
     "joy": (
         "It sounds like you felt {feeling}. I'm glad you told me about it.",
         "I can hear how {feeling} that made you. That's lovely to share.",
         "That sounds like a moment that left you feeling {feeling}.",
+        "Feeling {feeling} like that is worth remembering. Thank you for sharing it.",
+        "You sound {feeling} about that, and I'm glad for you.",
     ),
     "tender": (
         "It sounds like you felt {feeling}. Thank you for sharing something so close to you.",
         "I can hear how {feeling} you felt. That's something worth holding on to.",
         "Feeling {feeling} like that shows how much it means to you.",
+        "You sound {feeling} when you talk about it. Thank you for letting me hear it.",
+        "It's lovely to hear you felt {feeling}.",
     ),
     "anticipation": (
         "It sounds like you felt {feeling}. Thank you for telling me.",
         "I can hear that you were {feeling}. That's quite a moment.",
         "That sounds like it left you feeling {feeling}.",
+        "You sound {feeling}, and I can understand why.",
+        "That sounds like a moment when you felt {feeling}.",
     ),
     "sadness": (
         "It sounds like that left you feeling {feeling}. Thank you for telling me.",
         "That sounds hard. I can understand feeling {feeling} after that.",
         "I'm sorry. It makes sense that you'd feel {feeling}.",
+        "Feeling {feeling} after something like that is very understandable.",
+        "I can hear that you felt {feeling}. I'm glad you could share it with me.",
     ),
     "fear": (
         "That sounds like it made you feel {feeling}. That's a lot to carry.",
         "It makes sense to feel {feeling} when things are uncertain like that.",
         "I can hear that you felt {feeling}. Thank you for sharing it with me.",
+        "Feeling {feeling} in a moment like that is very human.",
+        "It sounds like you were {feeling}. I'm glad you told me.",
     ),
     "anger": (
         "It sounds like that made you feel {feeling}, and that's understandable.",
-        "I can see why you'd be {feeling} about that.",
+        "I can understand feeling {feeling} after that.",
         "That would leave a lot of people feeling {feeling}.",
+        "It makes sense that you felt {feeling}.",
+        "I can hear that you were {feeling}. Thank you for telling me.",
     ),
     "shame": (
         "It sounds like you felt {feeling}. Those moments can stay with us.",
         "Feeling {feeling} like that is very human. Thank you for being open about it.",
         "I appreciate you telling me, even though you felt {feeling}.",
+        "It takes courage to share something that made you feel {feeling}.",
+        "Everyone feels {feeling} sometimes. Thank you for trusting me with it.",
+    ),
+}
+
+# Family-level naming: each phrase fits every feeling of the family (companion.emotions.FAMILIES),
+# e.g. a "sadness" phrase fits sad, lonely, disappointed and heartbroken alike.
+FAMILY: dict[str, tuple[str, ...]] = {
+    "joy": (  # excited, proud, grateful, impressed, confident, joyful, content
+        "What a lovely thing to hear about. I'm glad you told me.",
+        "That sounds like a really good moment.",
+        "It sounds like that brought you something good. Thank you for sharing it.",
+        "That sounds like a bright spot. I'm glad you had it.",
+        "I can hear that it was a good thing for you.",
+    ),
+    "tender": (  # caring, trusting, faithful, sentimental, nostalgic
+        "That sounds like something close to your heart.",
+        "I can hear how much that means to you.",
+        "That sounds like it matters a great deal to you. Thank you for sharing it.",
+        "It sounds like there's a lot of warmth in that for you.",
+        "That sounds precious. Thank you for letting me hear it.",
+    ),
+    "anticipation": (  # surprised, hopeful, anticipating, prepared
+        "That sounds like quite a moment. Thank you for telling me.",
+        "I can hear that it was a moment that stood out for you.",
+        "That sounds like a moment worth telling. Thank you.",
+        "It sounds like that really had your attention.",
+        "Thank you for sharing that moment with me.",
+    ),
+    "sadness": (  # sad, lonely, disappointed, devastated
+        "That sounds really painful. Thank you for telling me.",
+        "I'm sorry. That sounds hard to go through.",
+        "That sounds like it hurt. I'm glad you could share it with me.",
+        "That must have been hard. I'm sorry it happened.",
+        "It sounds like that weighed on you. Thank you for sharing it with me.",
+    ),
+    "fear": (  # afraid, terrified, anxious, apprehensive
+        "That sounds really unsettling.",
+        "It sounds like that was a worrying time.",
+        "That sounds like a lot to have on your mind.",
+        "That sounds frightening. Thank you for telling me about it.",
+        "That sounds like it put you on edge.",
+    ),
+    "anger": (  # annoyed, angry, furious, disgusted, jealous
+        "That sounds really unpleasant to deal with.",
+        "It sounds like that got under your skin, and that's understandable.",
+        "That sounds hard to put up with.",
+        "I can hear that it really bothered you.",
+        "That sounds like it didn't sit right with you, and that makes sense.",
+    ),
+    "shame": (  # guilty, embarrassed, ashamed
+        "That sounds like an uncomfortable moment to look back on.",
+        "Those moments can be hard to sit with. Thank you for being open about it.",
+        "It takes courage to share something like that.",
+        "That sounds like it stayed with you. Thank you for telling me about it.",
+        "We all have moments like that. I appreciate you telling me.",
     ),
 }
 
@@ -73,30 +148,50 @@ NEUTRAL: tuple[str, ...] = (
     "I see. It means a lot that you'd share that.",
     "Mm, I hear you.",
     "Thank you. I'm glad you told me.",
+    "I'm glad you shared that with me.",
+    "That sounds like quite an experience.",
+    "Thank you for letting me in on that.",
+    "I can tell that stayed with you.",
+    "I'm following you. Thank you for explaining.",
+    "That's a lot to think about.",
+    "It's good to hear about your day like this.",
+    "Thank you for taking the time to tell me.",
+    "I'm really glad you told me about that.",
 )
 
-DEFAULT_THRESHOLD = 0.35
+
+@lru_cache(maxsize=1)
+def shipped_rule() -> dict[str, Any]:
+    return load_rule()
+
+
+def phrases_for(decision: Decision) -> list[str]:
+    """The candidate phrases of a decision, the feeling filled in for exact naming."""
+    if decision.level == "exact" and decision.label:
+        feeling = FEELING_WORDS[decision.label]
+        family = family_of(decision.label) or ""
+        return [t.format(feeling=feeling) for t in NAMED[family]]
+    if decision.level == "family" and decision.label:
+        return list(FAMILY[decision.label])
+    return list(NEUTRAL)
 
 
 def acknowledgement(
     emotions: Mapping[str, float] | None,
-    used: set[str],
+    memory: PhraseMemory,
     rng: random.Random,
-    threshold: float = DEFAULT_THRESHOLD,
+    rule: Mapping[str, Any] | None = None,
 ) -> str:
-    """Pick a phrase for what was heard; adds it to `used` so it is not said twice."""
-    candidates: list[str] = []
-    if emotions:
-        top, prob = max(emotions.items(), key=lambda kv: kv[1])
-        family = family_of(top)
-        if prob >= threshold and family is not None:
-            feeling = FEELING_WORDS[top]
-            candidates = [p.format(feeling=feeling) for p in NAMED[family]]
-            if feeling[0] in "aeiou":
-                candidates = [c.replace(" a " + feeling, " an " + feeling) for c in candidates]
-    fresh = [c for c in candidates if c not in used] or [p for p in NEUTRAL if p not in used]
-    if not fresh:  # a very long session: allow repeats rather than fall silent
-        fresh = list(NEUTRAL)
-    phrase = rng.choice(fresh)
-    used.add(phrase)
+    """The phrase for what was heard, noted in `memory` so it is not said again soon."""
+    decision = decide(shipped_rule() if rule is None else rule, emotions)
+    if decision.level == "exact" and decision.label:
+        templates: tuple[str, ...] = NAMED[family_of(decision.label) or ""]
+    else:
+        templates = tuple(phrases_for(decision))
+    if not memory.fresh(templates) and memory.fresh(NEUTRAL):
+        templates = NEUTRAL  # all of this level's phrases said lately: reflect rather than repeat
+    phrase = memory.choose(templates, rng)
+    if decision.level == "exact" and decision.label and templates is not NEUTRAL:
+        phrase = phrase.format(feeling=FEELING_WORDS[decision.label])
+    memory.note(phrase)
     return phrase

@@ -23,7 +23,8 @@ SESSION_KINDS = ("daily", "enrolment", "exit")
 ITEM_TYPES = ("likert", "yesno", "text")
 # Every prompt and the placeholders the session fills in it: {name} (the participant's
 # name) everywhere, {topic} a story topic, {title} the chosen story's title, {hint} how to
-# answer, {answer} the rating heard. Anything else is rejected at load.
+# answer, {answer} the rating heard, {when} and {memory} when and what of an earlier story
+# ("Last week", "your sister's move"). Anything else is rejected at load.
 PROMPT_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "greeting": ("name",), "first_greeting": ("name",), "checkin_intro": ("name",),
     "story_invitation": ("name", "topic"), "story_nothing_heard": ("name", "topic"),
@@ -31,7 +32,7 @@ PROMPT_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "no_stories_left": ("name",), "instruments_intro": ("name",), "reprompt": ("name", "hint"),
     "gave_up": ("name",), "closing": ("name",), "goodbye": ("name",),
     "confirm": ("name", "answer"), "confirm_retry": ("name",),
-    "follow_ups": ("name",),
+    "follow_ups": ("name",), "story_recall": ("name", "when", "memory"),
 }  # fmt: skip
 REQUIRED_PROMPTS = (
     "greeting", "first_greeting", "checkin_intro", "story_invitation", "story_nothing_heard",
@@ -42,6 +43,7 @@ REQUIRED_PROMPTS = (
 OPTIONAL_PROMPTS = {
     "confirm": "I heard {answer}. Is that right?",
     "confirm_retry": "Sorry about that. Let's try once more.",
+    "story_recall": "{when} you told me about {memory}. How have things been with that since?",
 }
 
 
@@ -96,6 +98,14 @@ class Protocol:
     confirm_voice_answers: bool = True
     # Voice mode: keep participant turns as 16 kHz WAV files under HOME/audio.
     keep_audio: bool = False
+    # Every wording of each prompt, the [prompts] one first, then [prompts.alternatives]: the
+    # session says the one not said for longest (engine.variety).
+    alternatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # No prompt, follow-up, topic or acknowledgement wording is said again within this many
+    # days while an alternative remains (0..366).
+    avoid_repeat_days: int = 7
+    # Now and then, invite by referring back to an earlier day's story (engine.recall).
+    recall_earlier_stories: bool = True
 
     def instruments_for(self, phase: str, session_kind: str) -> list[Instrument]:
         return [i for i in self.instruments if i.phase == phase and session_kind in i.sessions]
@@ -134,6 +144,8 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
         "story_max_seconds": lambda k: head.number(k, 5, 1800),
         "confirm_voice_answers": head.flag,
         "keep_audio": head.flag,
+        "avoid_repeat_days": lambda k: head.integer(k, 0, 366),
+        "recall_earlier_stories": head.flag,
     })  # fmt: skip
     for key in ("id", "version"):
         if key not in values:
@@ -161,12 +173,21 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
     for key, default in OPTIONAL_PROMPTS.items():
         text = prompts_table.text(key, default)
         prompts[key] = prompts_table.template(key, text, PROMPT_PLACEHOLDERS[key])
+    # [prompts.alternatives]: more wordings of a prompt, said in turn with the main one.
+    more = prompts_table.sub("alternatives")
+    more.unknown(prompts)
+    alternatives = {}
+    for key, text in prompts.items():
+        extra = more.strings(key, [], allow_empty=True)
+        for wording in extra:
+            more.template(key, wording, PROMPT_PLACEHOLDERS[key])
+        alternatives[key] = (text, *extra)
     follow_ups = prompts_table.strings("follow_ups", [], allow_empty=True)
     for text in follow_ups:
         prompts_table.template("follow_ups", text, PROMPT_PLACEHOLDERS["follow_ups"])
     topics = prompts_table.strings("topics")
     # After the known keys: a misspelt prompt reads as "missing", the likelier mistake.
-    prompts_table.unknown([*PROMPT_PLACEHOLDERS, "topics"])
+    prompts_table.unknown([*PROMPT_PLACEHOLDERS, "topics", "alternatives"])
 
     raw_instruments = root.get("instruments", list, [])
     instruments = tuple(_instrument(raw, source, n) for n, raw in enumerate(raw_instruments))
@@ -177,6 +198,7 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
     return Protocol(
         **values,
         prompts=prompts,
+        alternatives=alternatives,
         topics=topics,
         source=source,
         follow_ups=follow_ups,

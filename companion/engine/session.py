@@ -23,9 +23,11 @@ from companion.engine import answers
 from companion.engine.acknowledge import acknowledgement
 from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
 from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
+from companion.engine.memory import note_recall, phrase_memory, recall_for
 from companion.engine.protocol import Instrument, Item, Protocol
 from companion.engine.record import record_protocol
 from companion.engine.stories import unheard_stories
+from companion.engine.variety import PhraseMemory
 from companion.store.db import log_event, transaction
 from companion.store.queries import ensure_participant, heard_story_ids
 
@@ -64,6 +66,10 @@ class StoryChooser:
 
     def understand(self, text: str) -> Mapping[str, float] | None:
         """Emotion probabilities of what the participant said; None if unknown."""
+        return None
+
+    def related(self, phrase: str, text: str) -> float | None:
+        """How well a short phrase stands for a text (similarity); None if unknown."""
         return None
 
     def learn(
@@ -129,7 +135,8 @@ class SessionRun:
         self.participant, self.chooser = participant, chooser
         self.clock, self.kind = clock, kind
         self.seq = 0
-        self.used_phrases: set[str] = set()
+        self.memory = PhraseMemory()  # what was said lately: wordings vary across days
+        self.today = datetime.min.date()  # the participant's local date, set by start()
         self.answers_stored = 0
         self.story_id: str | None = None
         self.session_id = 0
@@ -142,6 +149,9 @@ class SessionRun:
         local = now.astimezone(ZoneInfo(self.participant.timezone))
         self.index = len(heard_story_ids(self.db, self.participant.id))
         self.rng = random.Random(f"{self.participant.seed}:{self.index}:{iso(now)}")
+        self.today = local.date()
+        self.memory = phrase_memory(self.db, self.participant.id, self.today,
+                                    self.protocol.avoid_repeat_days)  # fmt: skip
         with transaction(self.db):
             cursor = self.db.execute(
                 "INSERT INTO sessions (participant_id, protocol_id, protocol_version, kind, "
@@ -176,6 +186,7 @@ class SessionRun:
     def say(self, text: str, purpose: str) -> None:
         start = self.clock()
         self.channel.say(text)
+        self.memory.note(text)
         self._turn("companion", purpose, text, start, self.clock())
 
     def hear(self, expect: Expectation, purpose: str) -> Heard:
@@ -185,7 +196,8 @@ class SessionRun:
         return heard
 
     def prompt(self, key: str, **values: str) -> str:
-        return self.fill(self.protocol.prompts[key], **values)
+        wordings = self.protocol.alternatives.get(key) or (self.protocol.prompts[key],)
+        return self.fill(self.memory.choose(wordings), **values)
 
     def fill(self, template: str, **values: str) -> str:
         """A protocol template (prompt or follow-up) with {name} and `values` filled in."""
@@ -269,13 +281,23 @@ class SessionRun:
 
     def acknowledge(self, text: str) -> str:
         emotions = self.chooser.understand(text)
-        return acknowledgement(emotions, self.used_phrases, self.rng)
+        return acknowledgement(emotions, self.memory, self.rng)
 
     def story_sharing(self) -> str:
-        topics = self.protocol.topics
-        topic = topics[(self.participant.seed + self.index) % len(topics)]
+        topics = self.protocol.topics  # rotated: each participant starts at a different topic
+        start = self.participant.seed % len(topics)
+        topic = self.memory.choose(topics[start:] + topics[:start])
         expect = Expectation("story", max_seconds=self.protocol.story_max_seconds)
-        self.say(self.prompt("story_invitation", topic=topic), "story_invitation")
+        recall = None
+        if self.protocol.recall_earlier_stories:
+            recall = recall_for(self.db, self.participant.id, self.today, self.rng,
+                                self.chooser.related)  # fmt: skip
+        if recall:  # refer back to an earlier day's story, by a short topic phrase only
+            self.say(self.prompt("story_recall", when=recall.when, memory=recall.memory),
+                     "story_recall")  # fmt: skip
+            note_recall(self.db, self.session_id, recall, self.clock())
+        else:
+            self.say(self.prompt("story_invitation", topic=topic), "story_invitation")
         heard = self.hear(expect, "story")
         if not heard.text.strip():
             self.say(self.prompt("story_nothing_heard", topic=topic), "story_invitation")
@@ -290,9 +312,9 @@ class SessionRun:
             return ""
         parts = [first]
         follow_ups = self.protocol.follow_ups
-        for n in range(self.protocol.follow_up_turns):
+        for _ in range(self.protocol.follow_up_turns):
             ack = self.acknowledge(" ".join(parts))
-            question = self.fill(follow_ups[n % len(follow_ups)]) if follow_ups else ""
+            question = self.fill(self.memory.choose(follow_ups)) if follow_ups else ""
             self.say(f"{ack} {question}".strip(), "follow_up")
             if not follow_ups:
                 break

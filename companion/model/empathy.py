@@ -165,6 +165,11 @@ class EmpathicChooser(StoryChooser):
     def understand(self, text: str) -> Mapping[str, float] | None:
         return self.encoder.emotions(text)
 
+    def related(self, phrase: str, text: str) -> float | None:
+        """Cosine of the two embeddings: which topic phrase best stands for an earlier story."""
+        a, b = self.encoder.encode(phrase).embedding, self.encoder.encode(text).embedding
+        return float(np.dot(a, b))
+
     def choose(
         self, db: sqlite_utils.Database, participant: Participant, condition: str, query: str,
         rng: random.Random,

@@ -211,6 +211,23 @@ def evaluate_emotions(encoder: Encoder, csv_path: Path) -> dict[str, float | int
     }
 
 
+def evaluate_acknowledgements(
+    encoder: Encoder, csv_path: Path, rule: dict | None = None
+) -> dict[str, float | int | None]:
+    """How the acknowledgement rule (default: the shipped one) names feelings on a labelled CSV
+    (same format as `evaluate_emotions`): fractions named exactly, by family and not at all,
+    and the precision of each at the level named (`engine.ackrule.score`)."""
+    from companion.engine.ackrule import decide, load_rule, score
+
+    labels, texts = read_emotion_csv(Path(csv_path))
+    rule = load_rule() if rule is None else rule
+    decisions = []
+    for encoding in encoder.encode_many(texts):
+        probs = {name: float(p) for name, p in zip(EMOTIONS, encoding.emotions, strict=True)}
+        decisions.append(decide(rule, probs))
+    return score(decisions, [EMOTIONS[i] for i in labels])
+
+
 def read_emotion_csv(path: Path) -> tuple[list[int], list[str]]:
     from companion.errors import ConfigError
 

@@ -151,3 +151,49 @@ def post_story_rating(
         [session_id, *instruments],
     ).fetchone()
     return float(row[0]) if row and row[1] else None
+
+
+# -- what the companion said and heard on earlier days -------------------------------------------
+
+
+def companion_said(
+    db: sqlite_utils.Database, participant_id: str, since: date
+) -> list[tuple[str, str]]:
+    """(local_date, text) of the companion's turns to the participant since `since`, story
+    readings left out (the bank's text, not the companion's wording)."""
+    rows = db.execute(
+        "SELECT s.local_date, t.text FROM turns t JOIN sessions s ON s.id = t.session_id "
+        "WHERE s.participant_id = ? AND s.local_date >= ? AND t.speaker = 'companion' "
+        "AND t.purpose != 'story_reading' ORDER BY t.id",
+        [participant_id, since.isoformat()],
+    )
+    return [(d, text or "") for d, text in rows]
+
+
+def told_stories(
+    db: sqlite_utils.Database, participant_id: str, since: date
+) -> list[tuple[int, str, str]]:
+    """(session_id, local_date, story) the participant told since `since`, newest first.
+
+    Only sessions where a story was told: a skipped or declined invitation (`story_none`
+    turn) or an empty story is not a story.
+    """
+    rows = db.execute(
+        "SELECT s.id, s.local_date, group_concat(t.text, ' ') FROM sessions s "
+        "JOIN turns t ON t.session_id = s.id AND t.speaker = 'participant' AND t.purpose = 'story' "
+        "WHERE s.participant_id = ? AND s.local_date >= ? AND NOT EXISTS (SELECT 1 FROM turns n "
+        "WHERE n.session_id = s.id AND n.purpose = 'story_none') "
+        "GROUP BY s.id ORDER BY s.local_date DESC, s.id DESC",
+        [participant_id, since.isoformat()],
+    )
+    return [(sid, d, text.strip()) for sid, d, text in rows if text and text.strip()]
+
+
+def recalls(db: sqlite_utils.Database, participant_id: str) -> list[tuple[str, int]]:
+    """(local_date, recalled session id) of every `story_recalled` event of the participant."""
+    rows = db.execute(
+        "SELECT s.local_date, e.detail FROM events e JOIN sessions s ON s.id = e.session_id "
+        "WHERE e.kind = 'story_recalled' AND s.participant_id = ?",
+        [participant_id],
+    )
+    return [(d, int(detail)) for d, detail in rows if str(detail).isdigit()]

@@ -77,8 +77,9 @@ _TABLES = (
         _c("seq", INT, "Order of the turn within its session, from 1"),
         _c("speaker", T, "Who spoke", "companion", "participant"),
         _c("purpose", T,
-           "Step of the protocol: greeting, story_invitation, story, follow_up, story_reading, "
-           "an instrument item as instrument.item, closing, ..."),
+           "Step of the protocol: greeting, story_invitation, story_recall (an invitation that "
+           "refers back to an earlier day's story by a short topic phrase), story, follow_up, "
+           "story_reading, an instrument item as instrument.item, closing, ..."),
         _c("text", T,
            "What was said (participant turns: typed text or ASR transcript). Only exported with "
            "--include-transcripts; names, places, contacts, addresses, dates, ages and ids "
@@ -141,8 +142,10 @@ _TABLES = (
         _c("id", INT, "Event id, unique within one device"),
         _c("ts", T, f"When it happened; {UTC_TS}"),
         _c("level", T, "Severity", "info", "warning", "error"),
-        _c("kind", T, "What happened (session_started, session_completed, ...)"),
-        _c("detail", T, "Details (free text)"),
+        _c("kind", T, "What happened (session_started, session_completed, ...; story_recalled: "
+                      "the session's invitation referred back to an earlier story)"),
+        _c("detail", T, "Details (free text; story_recalled: the sessions.id whose story was "
+                        "recalled)"),
         _c("session_id", INT, "sessions.id the event belongs to, if any"),
     )),
     Table("story_embeddings", "The bank encoded by the model, per model version", (

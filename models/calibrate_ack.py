@@ -1,0 +1,178 @@
+"""Calibrate the acknowledgement naming rule for the shipped model (build-time; needs `build`).
+
+    .venv/bin/python models/calibrate_ack.py \
+        --data ../shared/data/empatheticdialogues/situations_dev.csv
+
+The shipped model is trained on every row of that file, so its own probabilities on it are
+in-sample (top-1 0.90 against 0.52 held out) and would make any rule look reliable. The rule is
+therefore calibrated on out-of-fold probabilities: the model's build config is retrained on k-1
+folds and the held-out fold scored with the int8 ONNX export, exactly as `build.py`'s
+cross-validation does (about 20-40 minutes on 2 cores; cached under models/.build/, keyed by the
+data, the config and the model's sha256, so a rerun for the same model is seconds). The rule's
+thresholds are then chosen by an outer k-fold cross-validation on those probabilities (printed
+per fold), and the final rule, fitted on all rows, is written to
+companion/data/acknowledge_rule.json with the model sha256 it belongs to. Rerun after any
+model rebuild: the tests fail while the rule belongs to another model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from companion.emotions import EMOTIONS  # noqa: E402
+
+log = logging.getLogger("calibrate_ack")
+RULE_PATH = HERE.parent / "companion" / "data" / "acknowledge_rule.json"
+
+
+def oof_probabilities(
+    data: Path, sidecar: dict, folds: int, jobs: int, scratch: Path
+) -> np.ndarray:
+    """Out-of-fold emotion probabilities (rows in file order) for the shipped model's config."""
+    cfg_json = json.dumps(sidecar["training"]["config"], sort_keys=True)
+    key = hashlib.sha256(data.read_bytes() + cfg_json.encode() + str(folds).encode()).hexdigest()
+    stem = scratch / f"ack-oof-{key[:16]}"
+    cache = stem.with_suffix(".npz")
+    if cache.exists():
+        log.info("out-of-fold probabilities from %s", cache)
+        return np.load(cache)["probs"]
+    # Each fold trains in its own process (`--fold K`), `jobs` at a time; each writes its logits.
+    pending = [k for k in range(folds) if not Path(f"{stem}-fold{k}.npy").exists()]
+    running: list[subprocess.Popen] = []
+    while pending or running:
+        while pending and len(running) < jobs:
+            k = pending.pop(0)
+            cmd = [sys.executable, __file__, "--data", str(data), "--folds", str(folds),
+                   "--scratch", str(scratch), "--fold", str(k), "--fold-out", f"{stem}-fold{k}.npy",
+                   "--config", cfg_json]  # fmt: skip
+            running.append(subprocess.Popen(cmd))
+        running[0].wait()
+        if running[0].returncode:
+            raise SystemExit(f"fold training failed: {running[0].args}")
+        running.pop(0)
+    logits = sum(np.load(f"{stem}-fold{k}.npy") for k in range(folds))
+    z = logits - logits.max(1, keepdims=True)
+    probs = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    np.savez(cache, probs=probs, config=cfg_json, model=sidecar["sha256"])
+    log.info("cached %s", cache)
+    return probs
+
+
+def train_fold(data: Path, cfg_json: str, folds: int, k: int, scratch: Path, out: Path) -> None:
+    """Train the build config on every fold but `k`; write the int8 logits of fold k's rows."""
+    import torch
+    from build import (
+        TrainConfig,
+        export,
+        load_pretrained,
+        load_rows,
+        onnx_logits,
+        predict,
+        seed_all,
+        source_dir,
+        tokenize,
+        train,
+    )  # fmt: skip
+    from tokenizers import Tokenizer
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    cfg = TrainConfig(**json.loads(cfg_json))
+    src = source_dir()
+    tok = Tokenizer.from_file(str(src / "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    texts, labels = load_rows(data)
+    ids = tokenize(tok, texts)
+    fold_of = ackrule_folds(labels, folds, cfg.seed)
+    test, tr = np.flatnonzero(fold_of == k), np.flatnonzero(fold_of != k)
+    seed_all(cfg.seed)
+    # The distillation teacher only for the training rows: a third of the work saved per fold.
+    teacher = np.zeros((len(ids), 384), np.float32)
+    teacher[tr], _ = predict(load_pretrained(src, len(EMOTIONS)), ids, tr)
+    path = scratch / f"{out.stem}.onnx"
+    export(train(ids, labels, tr, teacher, cfg), path, scratch)
+    logits = np.zeros((len(ids), len(EMOTIONS)), np.float32)
+    logits[test] = onnx_logits(path, ids, test)
+    np.save(out, logits)
+    log.info("fold %d of %d scored: %s", k + 1, folds, out)
+
+
+def ackrule_folds(labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """Stratified fold of each row: the same assignment as build.py's cross-validation."""
+    rng = np.random.default_rng(seed)
+    fold_of = np.zeros(len(labels), int)
+    for c in range(len(EMOTIONS)):
+        members = rng.permutation(np.flatnonzero(labels == c))
+        fold_of[members] = np.arange(len(members)) % folds
+    return fold_of
+
+
+def main() -> None:
+    from companion.engine import ackrule
+    from companion.model.encode import read_emotion_csv
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--data", type=Path, required=True, help="EmpatheticDialogues situations CSV")
+    ap.add_argument("--model", type=Path, default=HERE / "companion-empathy-1.onnx")
+    ap.add_argument("--folds", type=int, default=3, help="folds of the out-of-fold models")
+    ap.add_argument("--jobs", type=int, default=3, help="folds trained at once")
+    ap.add_argument("--rule-folds", type=int, default=5, help="folds of the rule's own CV")
+    ap.add_argument("--fold", type=int, help=argparse.SUPPRESS)  # internal: one fold's worker
+    ap.add_argument("--fold-out", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--config", help=argparse.SUPPRESS)
+    ap.add_argument("--precision", type=float, default=0.9, help="target precision")
+    ap.add_argument("--scratch", type=Path, default=HERE / ".build")
+    ap.add_argument("--out", type=Path, default=RULE_PATH)
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    args.scratch.mkdir(parents=True, exist_ok=True)
+    if args.fold is not None:
+        train_fold(args.data, args.config, args.folds, args.fold, args.scratch, args.fold_out)
+        return
+    sidecar = json.loads(Path(f"{args.model}.json").read_text())
+    probs = oof_probabilities(args.data, sidecar, args.folds, args.jobs, args.scratch)
+    labels = [EMOTIONS[i] for i in read_emotion_csv(args.data)[0]]
+    rows = [dict(zip(EMOTIONS, map(float, p), strict=True)) for p in probs]
+    # Outer CV of the rule itself: thresholds fitted on k-1 folds, scored on the held-out one.
+    fold_of = ackrule_folds(np.asarray([EMOTIONS.index(x) for x in labels]), args.rule_folds, 7)
+    per_fold, held_out = [], [None] * len(rows)
+    for k in range(args.rule_folds):
+        train = [i for i in range(len(rows)) if fold_of[i] != k]
+        test = [i for i in range(len(rows)) if fold_of[i] == k]
+        rule = ackrule.fit([rows[i] for i in train], [labels[i] for i in train], args.precision)
+        decisions = [ackrule.decide(rule, rows[i]) for i in test]
+        for i, d in zip(test, decisions, strict=True):
+            held_out[i] = d
+        scores = ackrule.score(decisions, [labels[i] for i in test])
+        per_fold.append(scores)
+        print(json.dumps({"fold": k + 1, **scores}))
+    overall = ackrule.score(held_out, labels)  # type: ignore[arg-type]
+    print(json.dumps({"fold": "all", **overall}))
+    final = ackrule.fit(rows, labels, args.precision)
+    final.update(
+        model_sha256=sidecar["sha256"],
+        model=sidecar["file"],
+        data=args.data.name,
+        calibrated_on=f"out-of-fold probabilities, {args.folds}-fold",
+        cross_validated={"folds": per_fold, "overall": overall},
+        command="python models/calibrate_ack.py --data " + str(args.data),
+    )
+    args.out.write_text(json.dumps(final, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
