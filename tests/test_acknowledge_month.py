@@ -95,7 +95,7 @@ def test_recall_turns_are_in_the_codebook_and_redacted_like_any_transcript(
     recalled = [line for line in turns.splitlines() if "story_recall" in line]
     assert recalled and all("your sister" not in line and "your daughter" not in line
                             for line in recalled)  # fmt: skip
-    assert any("[NAME]" in line for line in recalled)
+    assert any("[PERSON]" in line for line in recalled)
 
 
 def test_topic_phrases_take_the_participants_my_words_and_stop_before_verbs_and_names() -> None:
