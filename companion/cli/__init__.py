@@ -9,6 +9,7 @@ loads just what it needs. Nothing imports the CLI.
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 
 import click
@@ -31,6 +32,14 @@ def main() -> None:
         sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
     except CompanionError as exc:
         click.echo(f"companion: error: {exc}", err=True)
+        sys.exit(2)
+    except sqlite3.DatabaseError as exc:  # damage found after opening: never a traceback
+        click.echo(f"companion: error: database: {exc}; run companion doctor, then "
+                   "companion restore", err=True)  # fmt: skip
+        sys.exit(2)
+    except OSError as exc:  # a full or read-only disk, a missing file: one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"companion: error: {where}{exc.strerror or exc}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         click.echo("companion: interrupted", err=True)

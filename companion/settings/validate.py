@@ -29,6 +29,10 @@ def read_toml(path: Path, what: str = "file") -> dict[str, Any]:
         text = path.read_text("utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what} ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: {what} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from exc
     return parse_toml(text, str(path))
 
 
