@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import sqlite_utils
 
+from companion import files
 from companion.engine.context import Opened
 from companion.engine.dialogue import Channel
 from companion.engine.match import LexicalMatcher
@@ -151,6 +152,8 @@ def prepare_bank(opened: Opened) -> int:
 
 
 def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> SessionResult:
+    # The service's own threshold: a session that cannot be saved is not started.
+    files.require_free(opened.home.path, opened.protocol.schedule.min_free_mb, "a session")
     chooser = story_chooser(opened)
     with session_lock(opened.home):
         return run_session(

@@ -27,3 +27,7 @@ class AsrModelError(CompanionError):
 
 class HomeError(CompanionError):
     """A home, its config or its database is missing, empty or damaged; never replaced."""
+
+
+class DiskSpaceError(CompanionError):
+    """Too little free disk to write safely; nothing was started."""

@@ -60,3 +60,15 @@ def write_private(path: Path, data: str | bytes) -> None:
 def free_bytes(path: Path) -> int:
     """Free space on the filesystem holding `path`."""
     return shutil.disk_usage(path).free
+
+
+def require_free(path: Path, need_mb: float, what: str) -> None:
+    """Refuse to start `what` with less than `need_mb` MB free where `path` lives."""
+    free = free_bytes(path)
+    if free < need_mb * 1024 * 1024:
+        from companion.errors import DiskSpaceError
+
+        raise DiskSpaceError(
+            f"{path}: only {free // (1024 * 1024)} MB free, {what} needs {need_mb:g} MB; "
+            "free some disk space (nothing was written)"
+        )

@@ -53,6 +53,9 @@ def test_doctor_reports_the_pocketsphinx_fallback_the_service_uses(tmp_path, mon
     assert finding["status"] == "fail" and "models install-asr" in finding["detail"]
     with pytest.raises(Exception, match="asr_backend vosk: no vosk model installed"):
         pick_backend(load_config(Home(home)).voice, home)
+    from companion import app
+
+    app.open_home(home, create=True).db.conn.close()  # what `companion init` does
     run = run_cli("run", "--voice", "--home", str(home), input="", timeout=60)
     assert run.returncode == 2
     one_error_line(run, "asr_backend vosk", "models install-asr")

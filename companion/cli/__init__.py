@@ -33,9 +33,12 @@ def main() -> None:
     except CompanionError as exc:
         click.echo(f"companion: error: {exc}", err=True)
         sys.exit(2)
-    except sqlite3.DatabaseError as exc:  # damage found after opening: never a traceback
-        click.echo(f"companion: error: database: {exc}; run companion doctor, then "
-                   "companion restore", err=True)  # fmt: skip
+    except sqlite3.DatabaseError as exc:  # found after opening: never a traceback
+        if "full" in str(exc):
+            hint = "the disk is full; free some space (everything stored before is kept)"
+        else:
+            hint = "run companion doctor, then companion restore"
+        click.echo(f"companion: error: database: {exc}; {hint}", err=True)
         sys.exit(2)
     except OSError as exc:  # a full or read-only disk, a missing file: one line
         where = f"{exc.filename}: " if exc.filename else ""

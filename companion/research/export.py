@@ -10,6 +10,7 @@ merge` and the collect playbook can verify what arrived.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import logging
@@ -27,7 +28,7 @@ from companion.checksum import sha256_file
 from companion.clock import iso, utc_now
 from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
-from companion.files import open_private, private_dir, write_private
+from companion.files import open_private, private_dir, require_free, write_private
 from companion.research import cells, codebook
 from companion.research.deidentify import SALT_NAME, load_or_create_salt, pseudonym, redactor_for
 from companion.settings.config import Config, Home, device_id, load_config
@@ -281,8 +282,21 @@ def export_home(
     if out.exists() and any(out.iterdir()):
         raise ExportError(f"{out}: output directory is not empty; choose a new one")
     config = load_config(home)
-    with ReadOnly(home.db_path) as reader:
-        return _export(home, reader, out, options, config, progress)
+    parent = next(p for p in (out.absolute(), *out.absolute().parents) if p.exists())
+    require_free(parent, 10, "an export")
+    # Written beside `out` and renamed into place: a failure (a full disk) leaves no half export.
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        with ReadOnly(home.db_path) as reader:
+            result = _export(home, reader, staging, options, config, progress)
+        if out.exists():
+            out.rmdir()  # empty, checked above
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return dataclasses.replace(result, out=out)
 
 
 def _export(
