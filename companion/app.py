@@ -101,6 +101,7 @@ def open_home_readonly(home: str | Path | None) -> Opened:
     guard.require_database(resolved)
     # Read without writing anything beside the database (no -wal/-shm of our own).
     db = ReadOnly(resolved.db_path).db
+    guard.check_integrity(db, resolved)
     version = schema_version(db)
     if version != SCHEMA_VERSION:
         db.conn.close()

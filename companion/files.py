@@ -49,11 +49,15 @@ def fsync_dir(path: Path) -> None:
 def write_private(path: Path, data: str | bytes) -> None:
     """Replace `path` atomically with `data` (0600): readers see the old or the new file."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open_private(tmp, "wb") as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open_private(tmp, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves the old file and no temp file
+        raise
     fsync_dir(path.parent)
 
 

@@ -41,9 +41,14 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
     from companion.research.deidentify import load_names_file
     from companion.research.export import ExportOptions, count_rows, export_home
     from companion.settings.config import resolve_home
+    from companion.store.guard import check_integrity, require_database, require_home
     from companion.store.readonly import ReadOnly
 
     resolved = resolve_home(home)
+    require_home(resolved)
+    require_database(resolved)
+    with ReadOnly(resolved.db_path) as reader:
+        check_integrity(reader.db, resolved)  # damage is refused, not exported
     default_names = resolved.path / "redact_names.txt"
     names_path = Path(names_file) if names_file else default_names
     options = ExportOptions(

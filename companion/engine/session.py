@@ -7,12 +7,12 @@ point keeps everything said before it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
-import errno
 import logging
-import sqlite3
 import random
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime

@@ -43,6 +43,8 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError(
             f"{source}: not valid TOML ({one_line(str(exc))}); fix the syntax"
         ) from exc
+    except RecursionError:
+        raise ConfigError(f"{source}: nested too deeply to read; simplify the file") from None
     except UnicodeDecodeError as exc:  # pragma: no cover - read_text decodes first
         raise ConfigError(f"{source}: not UTF-8 text ({exc.reason})") from exc
 

@@ -1,8 +1,8 @@
 """The home is never silently replaced: only `companion init` creates one.
 
-Every other command opens a home through `require_home` and `require_database`, which refuse (HomeError, one
-line, exit 2) a home whose folder, config.toml or companion.db is missing, empty or
-damaged, and names the newest verified backup to restore.
+Every other command opens a home through `require_home` and `require_database`, which
+refuse (HomeError, one line, exit 2) a home whose folder, config.toml or companion.db is
+missing, empty or damaged, and name the newest verified backup to restore.
 """
 
 from __future__ import annotations
