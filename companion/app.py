@@ -67,6 +67,8 @@ def open_home(
     protocol = load_protocol(config.protocol_path(resolved.path))
     if not create:
         guard.require_database(resolved)
+        # Opening writes (WAL files, recovery): on a full disk, say so before SQLite does.
+        files.require_free(resolved.path, 1, "opening the study database")
     resolved.ensure()
     if not resolved.config_path.exists():
         write_config(resolved, config)

@@ -86,7 +86,8 @@ def config_cases() -> list[Case]:
     cases = []
     for label, text in BAD_CONFIGS.items():
         for command, argv in CONFIG_COMMANDS.items():
-            cases.append(Case("config", f"{command}-{label}", argv, needles=("config.toml",),
+            needle = "missing.toml" if label == "protocol-missing" else "config.toml"
+            cases.append(Case("config", f"{command}-{label}", argv, needles=(needle,),
                               prepare=config(text)))  # fmt: skip
     return cases
 

@@ -27,6 +27,12 @@ def init(home, participant_id, name, timezone, protocol_path) -> None:
 
     resolved = resolve_home(home)
     require_new_database(resolved)  # a home whose database went missing is restored, not reset
+    config_file = resolved.config_path
+    if config_file.is_file() and not config_file.read_bytes().strip() and not participant_id:
+        from companion.errors import HomeError
+
+        # An emptied config must not quietly become participant P001 in a study database.
+        raise HomeError(f"{config_file}: empty; give --participant (and --name) to write it again")
     if protocol_path and protocol_path != DEFAULT_PROTOCOL:
         # A path given here is relative to where init runs; config.toml's is relative to the home.
         protocol_path = os.path.abspath(Path(protocol_path).expanduser())
@@ -164,6 +170,11 @@ def run(home, voice) -> None:
     """Run the always-on companion: daily invitations, reminders, missed-session records and
     backups, as the protocol's [schedule] says. Type a line (Enter) to start a session now.
     Stops on SIGTERM or Ctrl-C. Under systemd it reports readiness and pings the watchdog."""
+    import signal
+
+    # A stop while starting up (model, bank, checks) exits 0 at once; open transactions roll
+    # back. `serve` replaces this handler once the scheduler can be shut down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     from companion import app
     from companion.service import runner as service
 

@@ -64,6 +64,8 @@ def check_integrity(db: sqlite_utils.Database, home: Home) -> None:
     """A quick check of the opened database; damage is refused with the backup to restore."""
     try:
         rows = [r[0] for r in db.execute("PRAGMA quick_check").fetchall()]
+    except sqlite3.OperationalError:
+        raise  # locked, I/O error, full disk: not damage
     except sqlite3.DatabaseError as exc:
         rows = [str(exc)]
     if rows != ["ok"]:

@@ -61,7 +61,8 @@ def _child(case: dict[str, Any], out: str, err: str, inp: str) -> None:
 
 
 def run_cases(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    import companion.cli  # noqa: F401  (imported once, before the forks)
+    import companion.app  # noqa: F401  (imported once, before the forks)
+    import companion.cli  # noqa: F401
 
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,6 +71,7 @@ def run_cases(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
             Path(inp).write_bytes(case.get("stdin", "").encode("latin-1"))
             Path(out).touch()
             Path(err).touch()
+            began = time.monotonic()
             pid = os.fork()
             if pid == 0:
                 _child(case, out, err, inp)
@@ -89,6 +91,7 @@ def run_cases(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "rc": rc,
                 "stdout": Path(out).read_text("utf-8", errors="replace"),
                 "stderr": Path(err).read_text("utf-8", errors="replace"),
+                "seconds": round(time.monotonic() - began, 3),
             })  # fmt: skip
     return results
 
