@@ -134,12 +134,11 @@ def test_sigterm_during_run_start_up_exits_cleanly(delay: float, tmp_path: Path,
         proc.kill()
         pytest.fail(f"companion run did not stop within 15 s of SIGTERM (sent at {delay} s)")
     assert "Traceback" not in err, err
-    # Before Python has run any of the companion (interpreter start-up) the default action
-    # applies: killed by SIGTERM, which systemd counts as a clean stop. After that: exit 0.
-    assert proc.returncode == 0 or (delay == 0.0 and proc.returncode == -signal.SIGTERM), (
-        proc.returncode,
-        err,
-    )
+    # Before Python has run any of the companion (interpreter start-up, a few tens of ms idle,
+    # more on this loaded machine) the default action applies: killed by SIGTERM, which
+    # systemd counts as a clean stop. From then on: exit 0.
+    early = delay < 0.5 and proc.returncode == -signal.SIGTERM
+    assert proc.returncode == 0 or early, (proc.returncode, err)
     assert "running" not in {r for r in _statuses(template)}
 
 

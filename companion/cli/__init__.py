@@ -9,14 +9,25 @@ loads just what it needs. Nothing imports the CLI.
 
 from __future__ import annotations
 
+import signal
 import sqlite3
 import sys
 
-import click
 
-from companion.cli import device, research, study  # noqa: F401  (they register the commands)
-from companion.cli.base import cli
-from companion.errors import CompanionError
+def _stop_quietly(*_: object) -> None:
+    raise SystemExit(0)
+
+
+# `companion run` under systemd: a SIGTERM while it is still starting (importing, loading the
+# model) exits 0 with no traceback; set before the imports below, which take most of that time.
+if next((a for a in sys.argv[1:] if not a.startswith("-")), None) == "run":
+    signal.signal(signal.SIGTERM, _stop_quietly)
+
+import click  # noqa: E402
+
+from companion.cli import device, research, study  # noqa: E402, F401  (register the commands)
+from companion.cli.base import cli  # noqa: E402
+from companion.errors import CompanionError  # noqa: E402
 
 __all__ = ["cli", "main"]
 

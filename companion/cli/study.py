@@ -174,7 +174,7 @@ def run(home, voice) -> None:
 
     # A stop while starting up (model, bank, checks) exits 0 at once; open transactions roll
     # back. `serve` replaces this handler once the scheduler can be shut down.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # also when called without the CLI
     from companion import app
     from companion.service import runner as service
 

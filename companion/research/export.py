@@ -386,6 +386,8 @@ def read_manifest(export_dir: Path, verify: bool = True) -> dict[str, Any]:
     if verify:
         for name, meta in manifest["files"].items():
             file = export_dir / name
+            if not (export_dir / name).resolve().is_relative_to(export_dir.resolve()):
+                raise ExportError(f"{path}: file {name!r} is outside the export; refused")
             if not file.is_file():
                 raise ExportError(f"{file}: listed in the manifest but missing; copy it again")
             if sha256_file(file) != meta["sha256"]:
