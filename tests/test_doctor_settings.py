@@ -104,6 +104,7 @@ def test_doctor_reports_the_installed_vosk_model_the_service_loads(installed_ko,
 
 def test_doctor_clock_uses_the_one_clock_rule(tmp_path: Path) -> None:
     home = tmp_path / "home"
+    assert run_cli("init", "--home", str(home)).returncode == 0
     assert run_cli("session", "--text", "--home", str(home), input="4\n").returncode == 0
     early = datetime.combine(BUILD_DATE, time(), tzinfo=UTC) - timedelta(minutes=1)
     (finding,) = [f for f in run_checks(Home(home), probes=Probes(now=lambda: early))
