@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 import sqlite_utils
 
 from companion import files
+from companion.clock import utc_now
 from companion.engine.context import Opened
 from companion.engine.dialogue import Channel
 from companion.engine.match import LexicalMatcher
@@ -158,10 +159,42 @@ def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> Se
     # The service's own threshold: a session that cannot be saved is not started.
     files.require_free(opened.home.path, opened.protocol.schedule.min_free_mb, "a session")
     chooser = story_chooser(opened)
+    before = _inode(opened.home.db_path)
     with session_lock(opened.home):
-        return run_session(
+        result = run_session(
             opened.db, opened.protocol, channel, opened.participant, chooser, kind=kind
         )
+    if _inode(opened.home.db_path) != before:
+        raise HomeError(f"{opened.home.db_path}: {_rescue(opened)}")
+    return result
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _rescue(opened: Opened) -> str:
+    """The database file was deleted or replaced while a session wrote to it: the session went
+    to the old file, which only this process still holds. Copy it out before it is gone."""
+    stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
+    target = opened.home.path / f"companion.db.rescued-{stamp}"
+    with files.open_private(target, "wb"):
+        pass
+    import sqlite3
+
+    dest = sqlite3.connect(str(target))
+    try:
+        opened.db.conn.backup(dest)
+    finally:
+        dest.close()
+    return (
+        f"removed or replaced during the session; everything this session stored was saved "
+        f"to {target.name}: check the home, then companion restore --from {target}"
+    )
 
 
 def voice_settings(opened: Opened) -> VoiceSettings:

@@ -126,3 +126,37 @@ def test_a_line_beyond_the_limit_is_cut_there_and_the_rest_dropped(caplog) -> No
     assert len(channel.listen(None).text) == MAX_TURN_BYTES  # type: ignore[arg-type]
     assert "kept the first" in caplog.text
     assert channel.listen(None).text == "4"  # type: ignore[arg-type]
+
+
+def test_a_database_deleted_during_a_session_is_rescued_not_reported_stored(home: Path) -> None:
+    opened = app.open_home(home)
+    inner = TextChannel(io.StringIO("".join(f"{line}\n" for line in SCRIPT)), io.StringIO())
+
+    class Deleting:
+        mode = "text"
+        heard = 0
+
+        def say(self, text: str) -> None:
+            inner.say(text)
+
+        def listen(self, expect):
+            self.heard += 1
+            if self.heard == 3:  # after the check-in answers: `rm companion.db*`
+                for name in ("companion.db", "companion.db-wal", "companion.db-shm"):
+                    (home / name).unlink(missing_ok=True)
+            return inner.listen(expect)
+
+        def close(self) -> None:
+            pass
+
+    with pytest.raises(HomeError, match="removed or replaced during the session"):
+        app.run_in_home(opened, Deleting())  # type: ignore[arg-type]
+    (rescued,) = home.glob("companion.db.rescued-*")
+    conn = sqlite3.connect(rescued)
+    status, answers = conn.execute(
+        "SELECT s.status, COUNT(r.id) FROM sessions s JOIN self_reports r ON r.session_id = s.id "
+        "WHERE s.id = (SELECT MAX(id) FROM sessions)"
+    ).fetchone()
+    conn.close()
+    assert status == "completed" and answers == 10
+    assert not (home / "companion.db").exists()  # and nothing pretends to be the study
