@@ -390,3 +390,37 @@ def test_corpus_is_large() -> None:
 
     sizes = Counter(c.family for c in CASES)
     assert sum(sizes.values()) >= 250, sizes
+
+
+def _export_setup(kind: str):
+    def prepare(home: Path) -> None:
+        folder = home.parent
+        if kind == "out-not-empty":
+            (folder / "out").mkdir()
+            (folder / "out" / "x").write_text("x")
+        elif kind == "names-not-utf8":
+            (folder / "names.txt").write_bytes(b"Ren\xe9e\n")
+        elif kind == "salt-short":
+            (folder / "salt").write_text("short\n")
+        elif kind == "salt-dir":
+            (folder / "salt").mkdir()
+
+    return prepare
+
+
+def export_cases() -> list[Case]:
+    base = ["export", "--home", "{home}", "--out", "{dir}/out"]
+    specs = [
+        ("out-not-empty", [], "not empty"),
+        ("participant-dotdot", ["--participant", "../x"], "--participant"),
+        ("participant-newline", ["--participant", "P1\n"], "--participant"),
+        ("since-after-until", ["--since", "2027-02-01", "--until", "2027-01-01"], "--since"),
+        ("names-not-utf8", ["--names-file", "names.txt"], "UTF-8"),
+        ("salt-short", ["--deidentify", "--salt-file", "salt"], "salt"),
+        ("salt-dir", ["--deidentify", "--salt-file", "salt"], "salt"),
+    ]
+    return [Case("export", name, [*base, *extra], needles=(needle,), prepare=_export_setup(name))
+            for name, extra, needle in specs]  # fmt: skip
+
+
+CASES += export_cases()

@@ -38,6 +38,16 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("companion: aborted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # one line, like every other error
+        names: list[str] = []
+        ctx = exc.ctx
+        while ctx is not None and ctx.parent is not None:  # the root's name is the program's
+            names.insert(0, ctx.info_name or "")
+            ctx = ctx.parent
+        usage = " ".join(["companion", *names, "--help"])
+        message = " ".join(exc.format_message().split())
+        click.echo(f"companion: error: {message} (see {usage})", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
@@ -50,6 +60,10 @@ def main() -> None:
         else:
             hint = "run companion doctor, then companion restore"
         click.echo(f"companion: error: database: {exc}; {hint}", err=True)
+        sys.exit(2)
+    except UnicodeDecodeError as exc:  # a file that should be text is not UTF-8
+        click.echo(f"companion: error: a file given is not UTF-8 text (byte {exc.start}: "
+                   f"{exc.reason}); save it as UTF-8", err=True)  # fmt: skip
         sys.exit(2)
     except OSError as exc:  # a full or read-only disk, a missing file: one line
         where = f"{exc.filename}: " if exc.filename else ""
