@@ -424,3 +424,23 @@ def export_cases() -> list[Case]:
 
 
 CASES += export_cases()
+
+
+USAGE = {
+    "unknown-command": ["sesion", "--home", "{home}"],
+    "unknown-option": ["session", "--home", "{home}", "--txt"],
+    "bad-kind": ["session", "--home", "{home}", "--kind", "weekly"],
+    "replay-without-voice": ["session", "--home", "{home}", "--replay", "{dir}"],
+    "replay-missing-dir": ["session", "--voice", "--home", "{home}", "--replay", "{dir}/none"],
+    "import-no-file": ["stories", "import", "--home", "{home}"],
+    "export-no-out": ["export", "--home", "{home}"],
+    "export-bad-format": ["export", "--home", "{home}", "--out", "{dir}/o", "--format", "xml"],
+    "export-bad-date": ["export", "--home", "{home}", "--out", "{dir}/o", "--since", "2027-13-01"],
+    "merge-no-exports": ["merge", "{dir}/s.db"],
+    "merge-missing-export": ["merge", "{dir}/s.db", "{dir}/none"],
+    "merge-not-export": ["merge", "{dir}/s.db", "{dir}"],
+    "protocol-no-file": ["protocol", "check"],
+    "restore-from-dir": ["restore", "--home", "{home}", "--from", "{dir}"],
+    "home-is-file": ["status", "--home", "{home}/config.toml"],
+}
+CASES += [Case("usage", name, argv) for name, argv in USAGE.items()]
