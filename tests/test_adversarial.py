@@ -358,40 +358,6 @@ def restore_cases() -> list[Case]:
     ]  # fmt: skip
 
 
-CASES = [*config_cases(), *protocol_cases(), *story_cases(), *identity_cases(), *home_cases(),
-         *restore_cases()]  # fmt: skip
-
-
-@pytest.fixture(scope="session")
-def outcomes(tmp_path_factory, template_db):
-    return run_corpus(shared_root(tmp_path_factory, "adversarial"), template_db, CASES)
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_case(case: Case, outcomes) -> None:
-    outcome = outcomes[case.id]
-    check(case, outcome)
-    if case.db == "restored":
-        home = Path(outcome["home"])
-        backups = sorted((home / "backups").glob("companion-*.db"))
-        conn = sqlite3.connect(f"file:{home / 'companion.db'}?mode=ro", uri=True)
-        old = sqlite3.connect(f"file:{backups[-1]}?mode=ro", uri=True)
-        query = "SELECT * FROM self_reports ORDER BY id"
-        assert conn.execute(query).fetchall() == old.execute(query).fetchall() != []
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        if outcome["before"] is not None:  # the replaced file is kept, byte for byte
-            kept = [n for n in outcome["files_after"] if n.startswith("companion.db.replaced-")
-                    and not n.endswith(("-wal", "-shm"))]  # fmt: skip
-            assert len(kept) == 1 and outcome["files_before"] is not None
-
-
-def test_corpus_is_large() -> None:
-    from collections import Counter
-
-    sizes = Counter(c.family for c in CASES)
-    assert sum(sizes.values()) >= 250, sizes
-
-
 def _export_setup(kind: str):
     def prepare(home: Path) -> None:
         folder = home.parent
@@ -423,9 +389,6 @@ def export_cases() -> list[Case]:
             for name, extra, needle in specs]  # fmt: skip
 
 
-CASES += export_cases()
-
-
 USAGE = {
     "unknown-command": ["sesion", "--home", "{home}"],
     "unknown-option": ["session", "--home", "{home}", "--txt"],
@@ -443,4 +406,38 @@ USAGE = {
     "restore-from-dir": ["restore", "--home", "{home}", "--from", "{dir}"],
     "home-is-file": ["status", "--home", "{home}/config.toml"],
 }
-CASES += [Case("usage", name, argv) for name, argv in USAGE.items()]
+
+
+CASES = [*config_cases(), *protocol_cases(), *story_cases(), *identity_cases(), *home_cases(),
+         *restore_cases(),
+         *export_cases(), *(Case("usage", n, a) for n, a in USAGE.items())]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def outcomes(tmp_path_factory, template_db):
+    return run_corpus(shared_root(tmp_path_factory, "adversarial"), template_db, CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case(case: Case, outcomes) -> None:
+    outcome = outcomes[case.id]
+    check(case, outcome)
+    if case.db == "restored":
+        home = Path(outcome["home"])
+        backups = sorted((home / "backups").glob("companion-*.db"))
+        conn = sqlite3.connect(f"file:{home / 'companion.db'}?mode=ro", uri=True)
+        old = sqlite3.connect(f"file:{backups[-1]}?mode=ro", uri=True)
+        query = "SELECT * FROM self_reports ORDER BY id"
+        assert conn.execute(query).fetchall() == old.execute(query).fetchall() != []
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        if outcome["before"] is not None:  # the replaced file is kept, byte for byte
+            kept = [n for n in outcome["files_after"] if n.startswith("companion.db.replaced-")
+                    and not n.endswith(("-wal", "-shm"))]  # fmt: skip
+            assert len(kept) == 1 and outcome["files_before"] is not None
+
+
+def test_corpus_is_large() -> None:
+    from collections import Counter
+
+    sizes = Counter(c.family for c in CASES)
+    assert sum(sizes.values()) >= 250, sizes
