@@ -13,6 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+import sqlite_utils
+
+from companion import files
+from companion.clock import utc_now
 from companion.engine.context import Opened
 from companion.engine.dialogue import Channel
 from companion.engine.match import LexicalMatcher
@@ -20,7 +24,7 @@ from companion.engine.protocol import load_protocol
 from companion.engine.session import SessionResult, StoryChooser, run_session
 from companion.engine.simulate import PrintingChannel, SimulatedChannel, SimulatedParticipant
 from companion.engine.stories import ensure_bank
-from companion.errors import CompanionError
+from companion.errors import CompanionError, HomeError, SessionBusyError
 from companion.settings.config import (
     Config,
     Home,
@@ -30,10 +34,12 @@ from companion.settings.config import (
     with_options,
     write_config,
 )
+from companion.store import guard
+from companion.store.backup import backup_hint
 from companion.store.db import DatabaseError, log_event, open_db, schema_version
 from companion.store.lock import session_lock
 from companion.store.migrations import SCHEMA_VERSION
-from companion.store.queries import ensure_participant
+from companion.store.queries import ensure_participant, recover_interrupted
 from companion.store.readonly import ReadOnly
 
 if TYPE_CHECKING:
@@ -43,34 +49,63 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def open_home(home: str | Path | None, *, participant_id: str | None = None) -> Opened:
-    """Create or open a home: config, protocol and a migrated database with the story bank."""
+def open_home(
+    home: str | Path | None, *, participant_id: str | None = None, create: bool = False
+) -> Opened:
+    """Open a home: config, protocol and a migrated, checked database with the story bank.
+
+    Only `create` (companion init, the demo) makes a new home or database; otherwise a
+    missing, empty or damaged home is refused (`store.guard`) and nothing is written.
+    Sessions left `running` by a crash are closed as `interrupted` when no session holds
+    the lock, so `running` always means running.
+    """
     resolved = resolve_home(home)
+    if create:
+        guard.require_new_database(resolved)
+    else:
+        guard.require_home(resolved)
     # Everything is validated before the home is created or written to.
     config = with_options(load_config(resolved), participant_id=participant_id)
     protocol = load_protocol(config.protocol_path(resolved.path))
+    if not create:
+        guard.require_database(resolved)
+        # Opening writes (WAL files, recovery): on a full disk, say so before SQLite does.
+        files.require_free(resolved.path, 1, "opening the study database")
     resolved.ensure()
     if not resolved.config_path.exists():
         write_config(resolved, config)
-    db = open_db(resolved.db_path)
+    try:
+        db = open_db(resolved.db_path)
+    except DatabaseError as exc:
+        raise HomeError(f"{exc}; {backup_hint(resolved)}") from exc
+    guard.check_integrity(db, resolved)
+    recover_stale(db, resolved)
     ensure_bank(db)
     ensure_participant(db, config.participant_id, config.participant_name, config.timezone)
     device_id(resolved)  # made once, here, so exports never write into the home
     return Opened(resolved, config, protocol, db)
 
 
+def recover_stale(db: sqlite_utils.Database, home: Home) -> list[int]:
+    """Close sessions left `running` when no session holds the lock (crash recovery)."""
+    try:
+        with session_lock(home):
+            return recover_interrupted(db)
+    except SessionBusyError:
+        return []  # a live session: its `running` row is true
+
+
 def open_home_readonly(home: str | Path | None) -> Opened:
     """Open an existing home to look, not touch: no config written, no migration, no bank
     loaded, the database opened read-only (`status`). Refuses a home that is not set up."""
     resolved = resolve_home(home)
-    if not resolved.db_path.is_file():
-        raise DatabaseError(
-            f"{resolved.db_path}: no database here; check --home or run companion init"
-        )
+    guard.require_home(resolved)
     config = load_config(resolved)
     protocol = load_protocol(config.protocol_path(resolved.path))
+    guard.require_database(resolved)
     # Read without writing anything beside the database (no -wal/-shm of our own).
     db = ReadOnly(resolved.db_path).db
+    guard.check_integrity(db, resolved)
     version = schema_version(db)
     if version != SCHEMA_VERSION:
         db.conn.close()
@@ -149,11 +184,45 @@ def prepare_bank(opened: Opened, progress: Progress | None = None) -> int:
 
 
 def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> SessionResult:
+    # The service's own threshold: a session that cannot be saved is not started.
+    files.require_free(opened.home.path, opened.protocol.schedule.min_free_mb, "a session")
     chooser = story_chooser(opened)
+    before = _inode(opened.home.db_path)
     with session_lock(opened.home):
-        return run_session(
+        result = run_session(
             opened.db, opened.protocol, channel, opened.participant, chooser, kind=kind
         )
+    if _inode(opened.home.db_path) != before:
+        raise HomeError(f"{opened.home.db_path}: {_rescue(opened)}")
+    return result
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _rescue(opened: Opened) -> str:
+    """The database file was deleted or replaced while a session wrote to it: the session went
+    to the old file, which only this process still holds. Copy it out before it is gone."""
+    stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
+    target = opened.home.path / f"companion.db.rescued-{stamp}"
+    with files.open_private(target, "wb"):
+        pass
+    import sqlite3
+
+    dest = sqlite3.connect(str(target))
+    try:
+        opened.db.conn.backup(dest)
+    finally:
+        dest.close()
+    return (
+        f"removed or replaced during the session; everything this session stored was saved "
+        f"to {target.name}: check the home, then companion restore --from {target}"
+    )
 
 
 def voice_settings(opened: Opened) -> VoiceSettings:
@@ -208,7 +277,7 @@ def run_demo(home: str | Path | None, out: TextIO, voice: bool = False) -> DemoR
     path = Path(home) if home else Path(tempfile.mkdtemp(prefix="companion-demo-"))
     if not home:
         write_config(Home(path), Config(participant_id="DEMO01", participant_name="Sam"))
-    opened = open_home(path)
+    opened = open_home(path, create=True)
     channel: Channel
     if voice:
         from companion.voice.channels import SynthesizedParticipantChannel

@@ -23,3 +23,11 @@ class ModelError(CompanionError):
 
 class AsrModelError(CompanionError):
     """A speech-recognition model to install is unreadable, unverified or not a vosk model."""
+
+
+class HomeError(CompanionError):
+    """A home, its config or its database is missing, empty or damaged; never replaced."""
+
+
+class DiskSpaceError(CompanionError):
+    """Too little free disk to write safely; nothing was started."""

@@ -49,14 +49,30 @@ def fsync_dir(path: Path) -> None:
 def write_private(path: Path, data: str | bytes) -> None:
     """Replace `path` atomically with `data` (0600): readers see the old or the new file."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open_private(tmp, "wb") as f:
-        f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open_private(tmp, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves the old file and no temp file
+        raise
     fsync_dir(path.parent)
 
 
 def free_bytes(path: Path) -> int:
     """Free space on the filesystem holding `path`."""
     return shutil.disk_usage(path).free
+
+
+def require_free(path: Path, need_mb: float, what: str) -> None:
+    """Refuse to start `what` with less than `need_mb` MB free where `path` lives."""
+    free = free_bytes(path)
+    if free < need_mb * 1024 * 1024:
+        from companion.errors import DiskSpaceError
+
+        raise DiskSpaceError(
+            f"{path}: only {free // (1024 * 1024)} MB free, {what} needs {need_mb:g} MB; "
+            "free some disk space (nothing was written)"
+        )

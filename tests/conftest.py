@@ -24,7 +24,7 @@ def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     path = tmp_path_factory.mktemp("template") / "home"
     write_config(Home(path), TEST_CONFIG)
-    opened = app.open_home(path)
+    opened = app.open_home(path, create=True)
     assert app.prepare_bank(opened) >= 60
     opened.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     opened.db.close()

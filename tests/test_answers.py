@@ -41,14 +41,14 @@ SCALE_CASES = [
     ("I'd say four", AGREE, V(4)),
     ("I’d say four", AGREE, V(4)),  # typographic apostrophe
     ("a four", AGREE, V(4)),
-    ("um, a three I think", AGREE, V(3)),
+    ("um, a three", AGREE, V(3)),
     ("three please", AGREE, V(3)),
     ("four out of five", AGREE, V(4)),
     ("4 out of 5", AGREE, V(4)),
     ("two of five", AGREE, V(2)),
     ("yeah, five", AGREE, V(5)),
     ("okay so two", AGREE, V(2)),
-    ("probably two", AGREE, V(2)),
+    ("definitely two", AGREE, V(2)),
     ("I would give it a four", AGREE, V(4)),
     ("my answer is three", AGREE, V(3)),
     ("FIVE!", AGREE, V(5)),
@@ -94,7 +94,7 @@ SCALE_CASES = [
     ("0", AGREE, UNCLEAR),
     ("10", AGREE, UNCLEAR),
     ("44", AGREE, UNCLEAR),
-    ("-3", AGREE, V(3)),  # the minus is punctuation in speech transcripts; 3 is in range
+    ("-3", AGREE, UNCLEAR),  # a negative number, not 3
     ("four out of ten", AGREE, UNCLEAR),
     ("four strongly agree", AGREE, UNCLEAR),
     ("agree, two", AGREE, UNCLEAR),
@@ -115,7 +115,99 @@ SCALE_CASES = [
     ("very", MOOD, UNCLEAR),
     ("not pleasant", MOOD, UNCLEAR),
     ("unpleasant pleasant", MOOD, UNCLEAR),
+    # accepted because unambiguous (documented in README)
+    ("4!", AGREE, V(4)),
+    ("FOUR", AGREE, V(4)),
+    ("a 4", AGREE, V(4)),
+    ("4/5", AGREE, V(4)),
+    ("4 / 5", AGREE, V(4)),
+    ("4 (agree)", AGREE, V(4)),
 ]
+
+# Replies that must never store a value (issue 11: each of these once stored one).
+REFUSED = [
+    # negatives and signs
+    "-1",
+    "\u22121",
+    "-4",
+    "- 4",
+    "minus four",
+    "negative two",
+    "+4",
+    "~4",
+    "4+",
+    "±3",
+    # fractions and halves
+    "4\u00bd",
+    "3\u00bd",
+    "\u00bd",
+    "4.5",
+    ".5",
+    "4,5",
+    "three and a half",
+    "half",
+    "4/10",
+    "3/4",
+    "4/4",
+    # comparisons and ranges
+    ">3",
+    "<5",
+    "\u22654",
+    "\u22642",
+    "=4",
+    "3-4",
+    "3 to 4",
+    "3 or 4",
+    "between 3 and 4",
+    "more than three",
+    "less than 5",
+    "at least 4",
+    "4 at most",
+    # question marks and hedges
+    "4?",
+    "four?",
+    "probably 4",
+    "I guess 2",
+    "I think four",
+    "around 4",
+    "about four",
+    "roughly 3",
+    "maybe 4",
+    "perhaps five",
+    "4 or so",
+    "like a 4",
+    "kind of a 3",
+    "4ish",
+    "almost 5",
+    "nearly 2",
+    # outside the scale, other numerals, digits and words that disagree
+    "6",
+    "0",
+    "10",
+    "100",
+    "four 5",
+    "4 four 4",
+    "\uff14",
+    "\u2074",
+    "\u0664",
+    "IV",
+    "four, strongly disagree",
+    "5 disagree",
+    # percent, emphasis signs that change meaning, code
+    "40%",
+    "4%",
+    "4*",
+    "#4",
+    "4\n5",
+    "{4}",
+    "[4]",
+    "<b>4</b>",
+]
+
+
+@pytest.mark.parametrize("text", REFUSED)
+def test_refused_forms_store_nothing(text: str) -> None:
+    assert parse_scale(text, 1, 5, AGREE).kind == "unclear", text
 
 
 @pytest.mark.parametrize(("text", "anchors", "expected"), SCALE_CASES)
@@ -133,7 +225,9 @@ def test_table_is_large_and_adversarial() -> None:
     [
         ("yes", V(1)),
         ("Yeah.", V(1)),
-        ("I think yes", V(1)),
+        ("I think yes", UNCLEAR),  # a hedge
+        ("yes?", UNCLEAR),
+        ("Yes!", V(1)),
         ("of course", V(1)),
         ("no", V(0)),
         ("nope", V(0)),
@@ -173,9 +267,12 @@ def test_scale_range_respected() -> None:
 
 # ---- property: a parsed value is always correct or NULL -------------------------------
 
-SAFE_FILLERS = ["um", "I'd say", "a", "I think", "okay", "yeah", "please", "my answer is"]
+SAFE_FILLERS = ["um", "I'd say", "a", "okay", "yeah", "please", "my answer is", "definitely"]
 DISTRACTORS = ["not", "or {other}", "{other}", "and {other}", "maybe", "almost", "fold",
-               "more than", "less than", "half", "th", "because", "no"]  # fmt: skip
+               "more than", "less than", "half", "th", "because", "no",
+               # issue 11 families: hedges, signs, fractions, comparisons, questions
+               "probably", "I guess", "I think", "around", "-", "\u2212", "\u00bd", ">", "<",
+               "?", "or so", "ish", "/{other}", ".5"]  # fmt: skip
 
 
 def _spoken(value: int, style: int) -> str:
@@ -201,8 +298,10 @@ def test_parsed_value_is_correct_or_null(
     if distractor is not None:
         other_word = NUMBER_NAMES[other] if other != value else NUMBER_NAMES[(value % 5) + 1]
         piece = distractor.format(other=other_word)
-        if piece == "fold" or piece == "th":
-            words[len(before)] = core + piece  # glued suffix: "fourfold", "4th"
+        if piece in ("fold", "th", "ish", "?", "\u00bd", ".5") or piece.startswith("/"):
+            words[len(before)] = core + piece  # glued suffix: "fourfold", "4th", "4?"
+        elif piece in ("-", "\u2212", ">", "<"):
+            words[len(before)] = piece + core  # glued prefix: "-4", ">4"
         elif position:
             words.insert(len(before), piece)
         else:

@@ -53,6 +53,9 @@ def test_doctor_reports_the_pocketsphinx_fallback_the_service_uses(tmp_path, mon
     assert finding["status"] == "fail" and "models install-asr" in finding["detail"]
     with pytest.raises(Exception, match="asr_backend vosk: no vosk model installed"):
         pick_backend(load_config(Home(home)).voice, home)
+    from companion import app
+
+    app.open_home(home, create=True).db.conn.close()  # what `companion init` does
     run = run_cli("run", "--voice", "--home", str(home), input="", timeout=60)
     assert run.returncode == 2
     one_error_line(run, "asr_backend vosk", "models install-asr")
@@ -101,6 +104,7 @@ def test_doctor_reports_the_installed_vosk_model_the_service_loads(installed_ko,
 
 def test_doctor_clock_uses_the_one_clock_rule(tmp_path: Path) -> None:
     home = tmp_path / "home"
+    assert run_cli("init", "--home", str(home)).returncode == 0
     assert run_cli("session", "--text", "--home", str(home), input="4\n").returncode == 0
     early = datetime.combine(BUILD_DATE, time(), tzinfo=UTC) - timedelta(minutes=1)
     (finding,) = [f for f in run_checks(Home(home), probes=Probes(now=lambda: early))

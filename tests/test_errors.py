@@ -93,6 +93,7 @@ def test_malformed_config_is_one_line_exit_2(
 
 def test_bad_input_loses_nothing_already_stored(tmp_path: Path) -> None:
     home = tmp_path / "home"
+    assert run_cli("init", "--home", str(home)).returncode == 0
     assert run_cli("session", "--text", "--home", str(home), input="four\nfive\n").returncode == 0
     before = (home / "companion.db").read_bytes()
     (home / "config.toml").write_text('timezone = "Nowhere/Land"\n')

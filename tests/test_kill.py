@@ -152,7 +152,7 @@ def test_sigkill_during_sessions_loses_no_acknowledged_answer(tmp_path: Path) ->
     for n in range(2):
         home = tmp_path / f"home{n}"
         write_config(Home(home), Config(participant_id=f"K{n}", participant_name="Alex"))
-        app.open_home(home).db.conn.close()
+        app.open_home(home, create=True).db.conn.close()
         homes.append(home)
     halves = [KILLS // 2, KILLS - KILLS // 2]
     with ThreadPoolExecutor(2) as pool:

@@ -170,6 +170,7 @@ def test_run_command_starts_a_session_on_a_line_and_stops_cleanly(tmp_path: Path
     from tests.helpers.run import REPO
 
     home = make_home(tmp_path)
+    app.open_home(home, create=True).db.conn.close()  # what `companion init` does
     sock_path = str(tmp_path / "notify.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     listener.bind(sock_path)
@@ -239,7 +240,7 @@ def test_damaged_database_is_refused_with_an_event(tmp_path: Path) -> None:
 
     home = make_home(tmp_path)
     with time_machine.travel(local(0, 8), tick=False) as traveller:
-        opened = app.open_home(home)
+        opened = app.open_home(home, create=True)
         log_event(opened.db, "note", "before the damage")
         opened.db.conn.close()
         # An index that no longer matches its table: the file opens, integrity_check fails.
@@ -263,7 +264,7 @@ def test_clock_before_the_build_date_is_not_trusted(tmp_path: Path) -> None:
     from companion.store.queries import last_event_at
 
     home = make_home(tmp_path)
-    db = app.open_home(home).db
+    db = app.open_home(home, create=True).db
     log_event(db, "probe")
     before = datetime.combine(BUILD_DATE, datetime.min.time(), tzinfo=LONDON) - timedelta(days=1)
     assert "before the build date" in (clock_problem(before, last_event_at(db)) or "")

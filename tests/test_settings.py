@@ -176,7 +176,7 @@ def test_written_config_loads_back_equal(tmp_path: Path) -> None:
                         tts_voice="en-gb", tts_rate=150, tts_volume=0.5, end_silence_s=1.0,
                         no_speech_timeout_s=12, max_answer_s=20.0, vad_aggressiveness=0,
                         frame_ms=10, min_answer_snr_db=12.5)  # fmt: skip
-    config = Config(participant_id="P.1_x", participant_name='Ann "\\" O\'Neil\n',
+    config = Config(participant_id="P.1_x", participant_name='Ann "\\" O\'Neil',
                     timezone="America/New_York", protocol="my study.toml", model="m.onnx",
                     voice=voice)  # fmt: skip
     write_config(home, config)

@@ -71,7 +71,7 @@ def _snapshot(home: Path) -> dict[str, bytes]:
 def test_status_cli_json_and_audio_check(tmp_path: Path) -> None:
     home = tmp_path / "h"
     missing = run_cli("status", home=home)  # a mistyped --home is not a new study
-    assert missing.returncode == 2 and "no database here" in missing.stderr
+    assert missing.returncode == 2 and "no companion home here" in missing.stderr
     assert not home.exists()
     assert run_cli("init", home=home).returncode == 0
     before = _snapshot(home)
@@ -143,6 +143,7 @@ def test_sessions_held_before_the_schedule_are_named(tmp_path: Path) -> None:
     status says the sessions were held outside the schedule (not `intended_so_far 0`)."""
     home = make_home(tmp_path)
     with time_machine.travel(local(-3, 12), tick=False):
+        app.open_home(home, create=True).db.conn.close()  # what `companion init` does
         for _ in range(2):
             result, _, _ = run_text_session(home, SCRIPT)
             assert result.status == "completed"

@@ -113,6 +113,7 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 def test_not_a_database_is_one_line_error(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
+    (home / "config.toml").write_text('participant_id = "P1"\n')
     (home / "companion.db").write_bytes(b"this is not sqlite" * 100)
     proc = run_cli("session", "--text", "--home", str(home), input="")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

@@ -27,8 +27,7 @@ def test_shipped_bank() -> None:
     assert {s.emotion for s in stories} == set(EMOTIONS)
 
 
-def test_import_jsonl_and_csv_skips_duplicates(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_import_jsonl_and_csv_skips_duplicates(tmp_path: Path, home: Path) -> None:
     jsonl = tmp_path / "extra.jsonl"
     jsonl.write_text(
         json.dumps({"title": "Sea walk", "text": STORY_TEXT, "emotion": "content"}) + "\n"
@@ -69,7 +68,7 @@ def test_import_jsonl_and_csv_skips_duplicates(tmp_path: Path) -> None:
 )  # fmt: skip
 def test_bad_story_files(tmp_path: Path, name: str, content: str, where: str) -> None:
     """Each malformed file: one line naming the file and line, and nothing imported."""
-    opened = app.open_home(tmp_path / "home")
+    opened = app.open_home(tmp_path / "home", create=True)
     file = tmp_path / name
     file.write_text(content)
     with pytest.raises(StoryImportError) as caught:
@@ -79,9 +78,8 @@ def test_bad_story_files(tmp_path: Path, name: str, content: str, where: str) ->
     assert opened.db["stories"].count == len(bundled_stories())  # nothing partially imported
 
 
-def test_bad_story_file_through_the_cli(tmp_path: Path) -> None:
+def test_bad_story_file_through_the_cli(tmp_path: Path, home: Path) -> None:
     """The command turns the named error into one stderr line and exit code 2."""
-    home = tmp_path / "home"
     file = tmp_path / "row.csv"
     file.write_text(f'title,text\n"A","{STORY_TEXT}"\n"B"\n')
     proc = run_cli("stories", "import", "--home", str(home), str(file))

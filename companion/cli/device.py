@@ -111,11 +111,18 @@ def model_replay(home, participant_id) -> None:
     Exits 1 if the stored model differs from the replayed one.
     """
     from companion import app
+    from companion.errors import ConfigError
     from companion.model.empathy import replay_participant
+    from companion.settings.config import check_participant_id
 
-    opened = app.open_home(home, participant_id=participant_id)
+    if participant_id is not None:
+        check_participant_id(participant_id, "--participant")
+    opened = app.open_home(home)
+    who = participant_id or opened.config.participant_id
+    if not opened.db.execute("SELECT 1 FROM participants WHERE id = ?", [who]).fetchone():
+        raise ConfigError(f"--participant: no participant {who!r} in {opened.home.db_path}")
     post_story = {i.id for i in opened.protocol.instruments if i.phase == "post_story"}
-    report = replay_participant(opened.db, opened.config.participant_id, sorted(post_story))
+    report = replay_participant(opened.db, who, sorted(post_story))
     click.echo(
         f"participant {report.participant_id}: {report.ratings} ratings replayed, "
         f"max difference {report.max_difference:g}, "

@@ -47,12 +47,26 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
     """Export the study data: one file per table, codebook and manifest with checksums."""
     from pathlib import Path
 
+    from companion.errors import ConfigError
+    from companion.files import require_free
     from companion.research.deidentify import load_names_file
     from companion.research.export import ExportOptions, count_rows, export_home
-    from companion.settings.config import resolve_home
+    from companion.settings.config import check_participant_id, resolve_home
+    from companion.store.guard import check_integrity, require_database, require_home
     from companion.store.readonly import ReadOnly
 
+    if participant is not None:
+        check_participant_id(participant, "--participant")
+    if since and until and since > until:
+        raise ConfigError(f"--since {since.date()} is after --until {until.date()}; swap them")
     resolved = resolve_home(home)
+    require_home(resolved)
+    require_database(resolved)
+    target = Path(out).absolute()
+    existing = next(p for p in (target, *target.parents) if p.exists())
+    require_free(existing, 10, "an export")
+    with ReadOnly(resolved.db_path) as reader:
+        check_integrity(reader.db, resolved)  # damage is refused, not exported
     default_names = resolved.path / "redact_names.txt"
     names_path = Path(names_file) if names_file else default_names
     options = ExportOptions(

@@ -25,8 +25,16 @@ def init(home, participant_id, name, timezone, protocol_path, input_device, outp
     from companion import app
     from companion.engine.protocol import DEFAULT_PROTOCOL, load_protocol
     from companion.settings.config import load_config, resolve_home, with_options, write_config
+    from companion.store.guard import require_new_database
 
     resolved = resolve_home(home)
+    require_new_database(resolved)  # a home whose database went missing is restored, not reset
+    config_file = resolved.config_path
+    if config_file.is_file() and not config_file.read_bytes().strip() and not participant_id:
+        from companion.errors import HomeError
+
+        # An emptied config must not quietly become participant P001 in a study database.
+        raise HomeError(f"{config_file}: empty; give --participant (and --name) to write it again")
     if protocol_path and protocol_path != DEFAULT_PROTOCOL:
         # A path given here is relative to where init runs; config.toml's is relative to the home.
         protocol_path = os.path.abspath(Path(protocol_path).expanduser())
@@ -37,7 +45,7 @@ def init(home, participant_id, name, timezone, protocol_path, input_device, outp
     )  # fmt: skip
     load_protocol(updated.protocol_path(resolved.path))  # all checked before anything is written
     write_config(resolved, updated)
-    opened = app.open_home(resolved.path)
+    opened = app.open_home(resolved.path, create=True)
     click.echo(
         f"home {resolved.path}: participant {updated.participant_id}, "
         f"protocol {opened.protocol.id} v{opened.protocol.version}"
@@ -200,6 +208,11 @@ def run(home, voice, input_path) -> None:
     """Run the always-on companion: daily invitations, reminders, missed-session records and
     backups, as the protocol's [schedule] says. Type a line (Enter) to start a session now.
     Stops on SIGTERM or Ctrl-C. Under systemd it reports readiness and pings the watchdog."""
+    import signal
+
+    # A stop while starting up (model, bank, checks) exits 0 at once; open transactions roll
+    # back. `serve` replaces this handler once the scheduler can be shut down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # also when called without the CLI
     from companion import app
     from companion.service import runner as service
 
@@ -234,3 +247,49 @@ def status(home, as_json) -> None:
 
     current = compute_status(app.open_home_readonly(home))
     click.echo(current.to_json() if as_json else format_status(current))
+
+
+@cli.command()
+@home_option
+@click.option(
+    "--from",
+    "source",
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Backup file to restore (default: the newest one that passes the integrity check).",
+)
+def restore(home, source) -> None:
+    """Restore the database from a verified backup; the current file is kept aside."""
+    from pathlib import Path
+
+    from companion.settings.config import resolve_home
+    from companion.store.backup import restore as restore_backup
+
+    resolved = resolve_home(home)
+    if not resolved.path.is_dir():
+        from companion.errors import HomeError
+
+        raise HomeError(f"{resolved.path}: no companion home here; check --home")
+    used, aside = restore_backup(resolved, Path(source) if source else None)
+    kept = f"; the previous database is kept as {aside}" if aside else ""
+    click.echo(f"restored {resolved.db_path} from {used}{kept}")
+
+
+@cli.group()
+def protocol() -> None:
+    """Study protocol files."""
+
+
+@protocol.command("check")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+def protocol_check(file) -> None:
+    """Validate a protocol file exactly as a session loads it (exit 2 with the first problem)."""
+    from pathlib import Path
+
+    from companion.engine.protocol import load_protocol
+
+    loaded = load_protocol(Path(file))
+    items = sum(len(i.items) for i in loaded.instruments)
+    click.echo(
+        f"{file}: ok: protocol {loaded.id} v{loaded.version}, "
+        f"{len(loaded.instruments)} instruments, {items} items"
+    )

@@ -46,8 +46,6 @@ FILLERS = frozenset(
         "would",
         "say",
         "said",
-        "think",
-        "guess",
         "go",
         "with",
         "a",
@@ -77,7 +75,6 @@ FILLERS = frozenset(
         "thats",
         "that",
         "just",
-        "like",
         "please",
         "let's",
         "lets",
@@ -89,7 +86,6 @@ FILLERS = frozenset(
         "yes",
         "yep",
         "definitely",
-        "probably",
         "today",
         "right",
         "now",
@@ -129,6 +125,25 @@ YES_PHRASES = frozenset(
     {"yes", "yeah", "yep", "yup", "sure", "of course", "i did", "i do", "correct", "absolutely"}
 )
 NO_PHRASES = frozenset({"no", "nope", "nah", "not really", "i didn't", "i didnt", "i don't"})
+
+# Words that make a number uncertain. None is a filler, so the unknown-word rule already refuses
+# them; they are listed so the rule is explicit and tested (tests/test_answers.py).
+HEDGES = frozenset(
+    {
+        "probably", "maybe", "perhaps", "think", "guess", "suppose", "around", "about",
+        "roughly", "approximately", "almost", "nearly", "like", "kind", "kinda", "sort",
+        "sorta", "ish", "or", "so", "between", "minus", "negative", "half", "quarter",
+    }
+)  # fmt: skip
+# The only characters a typed or transcribed rating may contain besides letters and digits:
+# anything else (a question mark, a minus or comparison sign, ½, a superscript, a
+# fraction slash) may change the meaning, so the reply is unclear rather than guessed.
+_ALLOWED = re.compile(r"[A-Za-z0-9'\u2019\s.,!;:()\"-]*")
+# A minus sign before a number ("-4", "- 4" first), a dash joining numbers ("3-4"), a
+# decimal point with no whole part (".5").
+_SIGNED = re.compile(r"^\s*-\s*[0-9]|(^|[^A-Za-z0-9])-[0-9]|[0-9]\s*-\s*[0-9]|(^|[^0-9])\.[0-9]")
+# "4/5": a slash only in the scale's own "value / top" form.
+_OUT_OF = re.compile(r"\b([0-9]{1,2})\s*/\s*([0-9]{1,2})\b")
 
 PRONOUN_BEFORE_ONE = frozenset({"that", "this", "the", "which", "each", "every", "any", "no"})
 
@@ -195,13 +210,18 @@ def _match_anchors(tokens: list[str], anchors: Mapping[int, str]) -> tuple[list[
 def parse_scale(text: str, low: int, high: int, anchors: Mapping[int, str] | None = None) -> Answer:
     """Parse a rating on an integer scale from `low` to `high` (inclusive).
 
-    Accepts one number (digit or word), optionally "out of <high>", and/or
-    anchor labels that agree with it; fillers around it are ignored.
+    Accepts one number (digit or word), optionally "out of <high>" or "/<high>", and/or
+    anchor labels that agree with it; fillers around it are ignored. Signs, fractions,
+    comparisons, question marks and hedges make the reply unclear (README: "Answers are
+    never guessed").
     """
-    tokens = normalize(text)
-    command = parse_command(tokens)
+    command = parse_command(normalize(text))
     if command is not None:
         return command
+    text = _OUT_OF.sub(lambda m: f"{m[1]} out of {m[2]}", text)
+    if not _ALLOWED.fullmatch(text) or _SIGNED.search(text):
+        return UNCLEAR
+    tokens = normalize(text)
     if not tokens:
         return UNCLEAR
 
@@ -243,12 +263,14 @@ def parse_scale(text: str, low: int, high: int, anchors: Mapping[int, str] | Non
 
 
 def parse_yes_no(text: str) -> Answer:
-    """Yes (1) or no (0); anything else is unclear."""
+    """Yes (1) or no (0); anything else (hedged, "I think yes", "yes?") is unclear."""
     tokens = normalize(text)
     command = parse_command(tokens)
     if command is not None:
         return command
-    core = [t for t in tokens if t not in {"um", "uh", "oh", "well", "hmm", "i", "think", "guess"}]
+    if not _ALLOWED.fullmatch(text):
+        return UNCLEAR  # "yes?" is a question, not an answer
+    core = [t for t in tokens if t not in {"um", "uh", "oh", "well", "hmm"}]
     phrase = _phrase(core)
     if phrase in YES_PHRASES or (core and all(t in YES_PHRASES for t in core)):
         return Answer("value", 1)

@@ -7,10 +7,12 @@ point keeps everything said before it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import random
+import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -384,6 +386,10 @@ def session_kind(db: sqlite_utils.Database, participant_id: str, requested: str 
     return "enrolment" if done == 0 else "daily"
 
 
+def _disk_full(exc: BaseException) -> bool:
+    return getattr(exc, "errno", None) == errno.ENOSPC or "disk is full" in str(exc)
+
+
 def run_session(
     db: sqlite_utils.Database,
     protocol: Protocol,
@@ -407,6 +413,14 @@ def run_session(
         status, reason = "interrupted", str(exc) or "participant input ended"
     except KeyboardInterrupt:
         status, reason = "interrupted", "stopped with Ctrl-C"
+    except (sqlite3.OperationalError, OSError) as exc:
+        if not _disk_full(exc):
+            run.finish("aborted", f"{type(exc).__name__}: {exc}")
+            raise
+        # Every earlier answer is committed; closing the row needs only a little space (if
+        # even that fails, the next command recovers it as interrupted).
+        run.finish("interrupted", f"disk full: {exc}")
+        raise
     except BaseException as exc:
         run.finish("aborted", f"{type(exc).__name__}: {exc}")
         raise

@@ -32,7 +32,7 @@ class SimulatedParticipant:
         self.rng = random.Random(seed)
         # Spoken answers are single words, as a recogniser's answer grammar expects.
         self.phrasings = (
-            ["{w}"] if spoken else ["{d}", "{w}", "I'd say {w}", "a {w}", "{w}, I think"]
+            ["{w}"] if spoken else ["{d}", "{w}", "I'd say {w}", "a {w}", "{w}, I'd say"]
         )
         self.story_turn = 0
         self.asked_repeat = False

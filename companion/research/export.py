@@ -10,9 +10,11 @@ merge` and the collect playbook can verify what arrived.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import logging
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +27,7 @@ from companion.checksum import sha256_file
 from companion.clock import iso, utc_now
 from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
-from companion.files import open_private, private_dir, write_private
+from companion.files import open_private, private_dir, require_free, write_private
 from companion.research import cells, codebook, datapackage
 from companion.research.identity import manifest_identities, salt_id
 from companion.research.options import (
@@ -211,8 +213,21 @@ def export_home(
     if out.exists() and any(out.iterdir()):
         raise ExportError(f"{out}: output directory is not empty; choose a new one")
     config = load_config(home)
-    with ReadOnly(home.db_path) as reader:
-        return _export(home, reader, out, options, config, progress)
+    parent = next(p for p in (out.absolute(), *out.absolute().parents) if p.exists())
+    require_free(parent, 10, "an export")
+    # Written beside `out` and renamed into place: a failure (a full disk) leaves no half export.
+    staging = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        with ReadOnly(home.db_path) as reader:
+            result = _export(home, reader, staging, options, config, progress)
+        if out.exists():
+            out.rmdir()  # empty, checked above
+        staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return dataclasses.replace(result, out=out)
 
 
 def _export(
@@ -312,6 +327,8 @@ def read_manifest(export_dir: Path, verify: bool = True) -> dict[str, Any]:
     if verify:
         for name, meta in manifest["files"].items():
             file = export_dir / name
+            if not (export_dir / name).resolve().is_relative_to(export_dir.resolve()):
+                raise ExportError(f"{path}: file {name!r} is outside the export; refused")
             if not file.is_file():
                 raise ExportError(f"{file}: listed in the manifest but missing; copy it again")
             if sha256_file(file) != meta["sha256"]:

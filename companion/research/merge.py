@@ -15,7 +15,10 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
+import re
 import sqlite3
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +32,7 @@ from companion.files import open_private
 from companion.research import identity
 from companion.research.cells import restore
 from companion.research.export import read_manifest
+from companion.settings.validate import one_line
 from companion.store.db import transaction
 from companion.store.schema import TABLES
 
@@ -96,16 +100,42 @@ def open_study(path: Path) -> sqlite_utils.Database:
     return db
 
 
-def _convert(table: str, column: str, value: Any) -> Any:
+def _convert(table: str, column: str, value: Any, text_cells: bool = True) -> Any:
+    """A cell as the codebook types it; anything else (4.7 or true for an INTEGER, NaN, a
+    number for TEXT) is refused rather than stored as something the device never wrote."""
     if value is None:
         return None
     col = TABLES[table].column(column)
     kind = col.type if col else "TEXT"
-    if isinstance(value, str) and kind == "INTEGER":
-        return int(value)
-    if isinstance(value, str) and kind == "REAL":
-        return float(value)
+    if isinstance(value, str) and kind in ("INTEGER", "REAL") and not text_cells:
+        raise ValueError(f"{column} must be a number in JSONL, got {value!r}")
+    if kind == "INTEGER":
+        if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,19}", value.strip()):
+            return int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ValueError(f"{column} must be a whole number, got {value!r}")
+    if kind == "REAL":
+        number = float(value) if isinstance(value, str) else value
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            raise ValueError(f"{column} must be a number, got {value!r}")
+        if not math.isfinite(number):
+            raise ValueError(f"{column} must be a finite number, got {value!r}")
+        return number
+    if kind == "TEXT" and not isinstance(value, str):
+        raise ValueError(f"{column} must be text, got {value!r}")
     return value
+
+
+def _export_file(export_dir: Path, manifest: dict[str, Any], name: Any) -> Path:
+    """A file the manifest names: inside the export and checksummed (read_manifest verified
+    every file in manifest["files"]), else the export is refused."""
+    if not isinstance(name, str) or name not in manifest.get("files", {}):
+        raise MergeError(f"{export_dir}: {name!r} is not a checksummed file of this export")
+    path = (export_dir / name).resolve()
+    if not path.is_relative_to(export_dir.resolve()):
+        raise MergeError(f"{export_dir}: {name!r} points outside the export; refused")
+    return path
 
 
 def _format1_cell(value: str) -> str | None:
@@ -116,7 +146,8 @@ def read_table(export_dir: Path, manifest: dict[str, Any], table: str) -> Iterat
     meta = manifest["tables"].get(table)
     if meta is None:
         return
-    path = export_dir / meta["file"]
+    path = _export_file(export_dir, manifest, meta.get("file"))
+    csv.field_size_limit(sys.maxsize)  # a long story turn is one cell
     for column in meta["columns"]:
         if TABLES[table].column(column) is None:
             raise MergeError(f"{path}: unknown column {column!r}; update companion")
@@ -135,11 +166,13 @@ def read_table(export_dir: Path, manifest: dict[str, Any], table: str) -> Iterat
                 if cell is not None:
                     raw = {c: cell(v) if isinstance(v, str) else v for c, v in raw.items()}
                 try:
-                    yield {c: _convert(table, c, raw[c]) for c in meta["columns"]}
-                except (KeyError, ValueError) as exc:
+                    yield {c: _convert(table, c, raw[c], cell is not None) for c in meta["columns"]}
+                except (KeyError, ValueError, TypeError) as exc:
                     raise MergeError(f"{path}: row {n}: bad value ({exc})") from exc
     except OSError as exc:
         raise MergeError(f"{path}: cannot read ({exc.strerror})") from exc
+    except (csv.Error, ValueError, UnicodeDecodeError) as exc:
+        raise MergeError(f"{path}: unreadable ({one_line(str(exc))[:200]})") from exc
 
 
 def _check_mode(db: sqlite_utils.Database, manifest: dict[str, Any], source: Path) -> None:
@@ -211,14 +244,64 @@ def _merge_device(db, source: Path, table: str, rows: Iterator[dict], device: st
             new_id = int(cursor.lastrowid or 0)
             added += 1
         else:
-            for i, col in enumerate(cols, start=1):
-                if found[i] != row[col]:
-                    raise _conflict(source, table, source_id, device, col)
+            differs = [col for i, col in enumerate(cols, start=1) if found[i] != row[col]]
+            if (
+                differs
+                and table == "sessions"
+                and _progressed(dict(zip(cols, found[1:], strict=True)), row)
+            ):
+                # Collected while running, now ended: the later state replaces the earlier.
+                sets = ", ".join(f"{c} = ?" for c in differs)
+                db.execute(f"UPDATE sessions SET {sets} WHERE id = ?",
+                           [*(row[c] for c in differs), found[0]])  # fmt: skip
+                added += 1
+            elif differs:
+                raise _conflict(source, table, source_id, device, differs[0])
+            else:
+                skipped += 1
             new_id = found[0]
-            skipped += 1
         if table == "sessions":
             sessions[source_id] = new_id
     return added, skipped
+
+
+ENDED = ("completed", "interrupted", "aborted")
+
+
+def _progressed(merged: dict[str, Any], row: dict[str, Any]) -> bool:
+    """Is `row` the same session as `merged`, only further along (running -> ended)?"""
+    moving = {"status", "reason", "ended_at"}
+    if any(merged[c] != row[c] for c in merged if c not in moving):
+        return False
+    if merged["status"] == row["status"]:
+        return False
+    later = merged["ended_at"] is None or (row["ended_at"] or "") >= merged["ended_at"]
+    return merged["status"] == "running" and row["status"] in ENDED and later
+
+
+def _check_scales(db: sqlite_utils.Database, source: Path, device: str) -> None:
+    """Every answer of this device within its item's scale, as its protocol recorded it."""
+    scales: dict[tuple[Any, ...], tuple[int, int]] = {}
+    for pid, version, definition in db.execute("SELECT id, version, definition FROM protocols"):
+        try:
+            for inst in json.loads(definition)["instruments"]:
+                for item in inst["items"]:
+                    if "scale" in item:
+                        scales[(pid, version, inst["id"], item["id"])] = tuple(item["scale"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MergeError(f"{source}: protocol {pid} v{version}: unreadable ({exc})") from exc
+    rows = db.execute(
+        "SELECT r.source_id, r.instrument, r.item, r.value, s.protocol_id, s.protocol_version "
+        "FROM self_reports r JOIN sessions s ON s.id = r.session_id "
+        "WHERE r.device_id = ? AND r.value IS NOT NULL", [device],
+    )  # fmt: skip
+    for source_id, instrument, item, value, pid, version in rows:
+        scale = scales.get((pid, version, instrument, item))
+        if scale is not None and not scale[0] <= value <= scale[1]:
+            raise MergeError(
+                f"{source}: self_reports row {source_id}: value {value} is outside the scale "
+                f"{scale[0]}..{scale[1]} of {instrument}.{item}; the export was altered"
+            )
 
 
 def merge_export(
@@ -226,6 +309,13 @@ def merge_export(
 ) -> MergeResult:
     """Merge one verified export into the study database, all or nothing. `same_person`:
     participant ids whose devices disagree on name or timezone but are one person."""
+    with transaction(db):
+        return _merge_one(db, export_dir, same_person)
+
+
+def _merge_one(
+    db: sqlite_utils.Database, export_dir: Path, same_person: frozenset[str]
+) -> MergeResult:
     manifest = read_manifest(export_dir)
     device = manifest.get("device_id")
     if not device:
@@ -233,28 +323,26 @@ def merge_export(
     key = "|".join(f"{n}:{m['sha256']}" for n, m in sorted(manifest["files"].items()))
     added: dict[str, int] = {}
     skipped: dict[str, int] = {}
-    with transaction(db):
-        _check_mode(db, manifest, export_dir)
-        warnings: list[str] = []
-        for table in SHARED_TABLES:
-            rows = read_table(export_dir, manifest, table)
-            if table == "participants":  # who they are: identity checks (identity.py)
-                checked, warnings = identity.check(db, manifest, export_dir, list(rows),
-                                                   same_person)  # fmt: skip
-                rows = iter(checked)
-            added[table] = _merge_shared(db, export_dir, table, rows, device)
-            skipped[table] = manifest["tables"].get(table, {}).get("rows", 0) - added[table]
-        sessions: dict[int, int] = {}
-        for table in DEVICE_TABLES:
-            rows = read_table(export_dir, manifest, table)
-            added[table], skipped[table] = _merge_device(
-                db, export_dir, table, rows, device, sessions
-            )
-        db.execute(
-            "INSERT OR IGNORE INTO merges VALUES (?, ?, ?, ?, ?, ?)",
-            [key, device, manifest.get("exported_at"), iso(utc_now()), str(export_dir),
-             json.dumps(added)],
-        )  # fmt: skip
+    # In the caller's transaction: one export (merge_export) or all of them (merge_exports).
+    _check_mode(db, manifest, export_dir)
+    warnings: list[str] = []
+    for table in SHARED_TABLES:
+        rows = read_table(export_dir, manifest, table)
+        if table == "participants":  # who they are: identity checks (identity.py)
+            checked, warnings = identity.check(db, manifest, export_dir, list(rows), same_person)
+            rows = iter(checked)
+        added[table] = _merge_shared(db, export_dir, table, rows, device)
+        skipped[table] = manifest["tables"].get(table, {}).get("rows", 0) - added[table]
+    sessions: dict[int, int] = {}
+    for table in DEVICE_TABLES:
+        rows = read_table(export_dir, manifest, table)
+        added[table], skipped[table] = _merge_device(db, export_dir, table, rows, device, sessions)
+    _check_scales(db, export_dir, device)
+    db.execute(
+        "INSERT OR IGNORE INTO merges VALUES (?, ?, ?, ?, ?, ?)",
+        [key, device, manifest.get("exported_at"), iso(utc_now()), str(export_dir),
+         json.dumps(added)],
+    )  # fmt: skip
     log.info("merged %s from device %s: %s", export_dir, device, added)
     for warning in warnings:
         log.warning("%s", warning)
@@ -264,8 +352,18 @@ def merge_export(
 def merge_exports(
     out: Path, export_dirs: list[Path], same_person: frozenset[str] = frozenset()
 ) -> list[MergeResult]:
+    """Merge every export in one transaction: any refused export leaves the study database
+    exactly as it was."""
+    new = not out.exists()
     db = open_study(out)
     try:
-        return [merge_export(db, Path(d), same_person) for d in export_dirs]
+        with transaction(db):
+            return [_merge_one(db, Path(d), same_person) for d in export_dirs]
+    except BaseException:
+        if new:  # refused on the first merge: leave no empty study database behind
+            db.close()
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{out}{suffix}").unlink(missing_ok=True)
+        raise
     finally:
         db.close()

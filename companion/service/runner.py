@@ -20,6 +20,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers import SchedulerNotRunningError
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.cron import CronTrigger
@@ -315,7 +316,10 @@ def serve(
         log.info("signal %s: stopping", signum)
         sd_notify("STOPPING=1")
         inbox.stop()  # a running text session ends as interrupted, answers kept
-        scheduler.shutdown(wait=False)
+        try:
+            scheduler.shutdown(wait=False)
+        except SchedulerNotRunningError:
+            raise SystemExit(0) from None  # not started yet: nothing to wind down
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)

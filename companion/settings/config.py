@@ -26,7 +26,8 @@ from companion.settings.validate import Table, read_toml
 CONFIG_NAME = "config.toml"
 DB_NAME = "companion.db"
 DEVICE_ID_NAME = "device_id"
-PARTICIPANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+PARTICIPANT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # whole value (fullmatch)
+NAME_MAX = 100
 ASR_BACKENDS = ("auto", "vosk", "pocketsphinx")
 FRAME_SIZES = (10, 20, 30)  # the frame lengths webrtcvad accepts, in ms
 # Ranges checked at load (and by the Speaker, which can be built without a config).
@@ -147,7 +148,7 @@ def parse_config(data: dict[str, Any], source: str) -> Config:
     t = Table(data, source)
     values = t.read({
         "participant_id": lambda k: _participant_id(t, k, t.text(k)),
-        "participant_name": t.text,
+        "participant_name": lambda k: _participant_name(t, k, t.text(k)),
         "timezone": lambda k: _timezone(t, k, t.text(k)),
         "protocol": t.text,
         "model": t.text,
@@ -207,6 +208,8 @@ def with_options(
         text = t.text(option)
         if key == "participant_id":
             _participant_id(t, option, text)
+        elif key == "participant_name":
+            _participant_name(t, option, text)
         elif key == "timezone":
             _timezone(t, option, text)
         changes[key] = text
@@ -235,10 +238,33 @@ def _timezone(t: Table, key: str, name: str) -> str:
     return name
 
 
-def _participant_id(t: Table, key: str, value: str) -> str:
-    if not PARTICIPANT_ID.match(value):
-        raise t.fail(key, f"{value!r} must be 1-64 letters, digits, '.', '_' or '-'")
+def check_participant_id(value: object, where: str) -> str:
+    """The one participant-id rule, for every entry point (config, options, replay, merge)."""
+    if not isinstance(value, str) or not PARTICIPANT_ID.fullmatch(value):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise ConfigError(f"{where}: {shown} must be 1-64 letters, digits, '.', '_' or '-'")
     return value
+
+
+def check_participant_name(value: object, where: str) -> str:
+    """A name to greet with: one line of printable text, at most NAME_MAX characters."""
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or len(value) > NAME_MAX
+        or any(not ch.isprintable() for ch in value)
+    ):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise ConfigError(f"{where}: {shown} must be 1-{NAME_MAX} printable characters on one line")
+    return value
+
+
+def _participant_id(t: Table, key: str, value: str) -> str:
+    return check_participant_id(value, f"{t.source}: {t.where}{key}")
+
+
+def _participant_name(t: Table, key: str, value: str) -> str:
+    return check_participant_name(value, f"{t.source}: {t.where}{key}")
 
 
 def device_id(home: Home) -> str:
@@ -246,11 +272,19 @@ def device_id(home: Home) -> str:
     `open_home` makes it, so reading commands (export) never have to write it."""
     path = home.path / DEVICE_ID_NAME
     if not path.exists():
+        # Written whole to a temp file, then linked into place: a full disk leaves no empty
+        # device_id, and of two processes racing the first one wins.
+        tmp = path.with_name(f".{DEVICE_ID_NAME}.{os.getpid()}.tmp")
         try:
-            with open_private(path, exclusive=True) as out:
+            with open_private(tmp) as out:
                 out.write(f"dev-{secrets.token_hex(6)}\n")
+                out.flush()
+                os.fsync(out.fileno())
+            os.link(tmp, path)
         except FileExistsError:
             pass  # another process created it a moment ago
+        finally:
+            tmp.unlink(missing_ok=True)
     value = path.read_text("utf-8").strip()
     if not value:
         raise ConfigError(f"{path}: empty device id; delete the file to generate a new one")

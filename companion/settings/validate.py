@@ -29,6 +29,10 @@ def read_toml(path: Path, what: str = "file") -> dict[str, Any]:
         text = path.read_text("utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read {what} ({exc.strerror})") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: {what} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from exc
     return parse_toml(text, str(path))
 
 
@@ -39,6 +43,8 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
         raise ConfigError(
             f"{source}: not valid TOML ({one_line(str(exc))}); fix the syntax"
         ) from exc
+    except RecursionError:
+        raise ConfigError(f"{source}: nested too deeply to read; simplify the file") from None
     except UnicodeDecodeError as exc:  # pragma: no cover - read_text decodes first
         raise ConfigError(f"{source}: not UTF-8 text ({exc.reason})") from exc
 

@@ -84,29 +84,148 @@ def backup_now(
     except BaseException:
         partial.unlink(missing_ok=True)  # never leave half a backup behind (a full disk)
         raise
-    removed = [old for old in list_backups(home)[:-keep]]
+    removed = rotation(list_backups(home), keep)
     for old in removed:
         old.unlink()
     log_event(db, "backup", f"{target.name} (removed {len(removed)} old)", at=clock())
     return target
 
 
-def restore(home: Home, backup: Path) -> None:
-    """Replace the home's database with a checked backup. Refuses while a session runs."""
+def data_rows(path: Path) -> int:
+    """How much study data a backup holds (sessions, turns, answers); -1 if unreadable."""
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return sum(
+                int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])  # noqa: S608
+                for t in ("sessions", "turns", "self_reports")
+            )
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return -1
+
+
+def verified(path: Path) -> bool:
+    try:
+        _check(path)
+    except BackupError:
+        return False
+    return True
+
+
+def rotation(backups: list[Path], keep: int) -> list[Path]:
+    """The backups to delete: all but the newest `keep`, except the last verified backup that
+    holds more data than the newest one (an emptied database must not rotate it away)."""
+    old = backups[:-keep] if keep > 0 else list(backups)
+    if not old:
+        return []
+    newest = data_rows(backups[-1])
+    kept = backups[-keep:] if keep > 0 else []
+    if any(data_rows(p) > newest and verified(p) for p in kept):
+        return old
+    for candidate in reversed(old):
+        if data_rows(candidate) > newest and verified(candidate):
+            log.warning("keeping %s: it holds more data than the newest backup", candidate)
+            return [p for p in old if p != candidate]
+    return old
+
+
+def newest_verified(home: Home) -> Path | None:
+    """The newest backup that passes SQLite's integrity check."""
+    return next((p for p in reversed(list_backups(home)) if verified(p)), None)
+
+
+def backup_hint(home: Home) -> str:
+    """What to tell someone whose database is missing or damaged."""
+    best = newest_verified(home)
+    if best is None:
+        return f"no verified backup in {backup_dir(home)}"
+    return f"newest verified backup: {best.name}; run companion restore --home {home.path}"
+
+
+def _schema_of(path: Path) -> int:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "schema_migrations" not in names or "sessions" not in names:
+            raise BackupError(f"{path}: not a companion database (no study tables)")
+        return int(conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] or 0)
+    finally:
+        conn.close()
+
+
+def restore(home: Home, backup: Path | None = None) -> tuple[Path, Path | None]:
+    """Replace the home's database with a checked backup (the newest verified one by default).
+
+    The backup is copied and verified beside the database first; only then is the current
+    database (with its -wal/-shm) moved aside as companion.db.replaced-STAMP, never
+    overwritten or deleted. Refuses while a session runs. Returns (backup, moved-aside file).
+    """
+    from companion.store.migrations import SCHEMA_VERSION
+
+    if backup is None:
+        backup = newest_verified(home)
+        if backup is None:
+            raise BackupError(f"{backup_dir(home)}: no verified backup to restore")
     if not backup.is_file():
         raise BackupError(f"{backup}: no such backup; see {backup_dir(home)}")
     _check(backup)
+    version = _schema_of(backup)
+    if version > SCHEMA_VERSION:
+        raise BackupError(
+            f"{backup}: schema v{version} is newer than this companion (v{SCHEMA_VERSION}); "
+            "update the companion package first"
+        )
+    if files.free_bytes(home.path) < 2 * backup.stat().st_size + (1 << 20):
+        raise BackupError(f"{home.path}: not enough free disk to restore {backup.name}; free some")
     with session_lock(home):
-        source = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
-        live = sqlite3.connect(str(home.db_path), timeout=10.0)
+        staged = home.path / ".companion.db.restoring"
         try:
-            source.backup(live)
-        finally:
-            source.close()
-            live.close()
-        db = sqlite_utils.Database(sqlite3.connect(str(home.db_path), isolation_level=None))
-        try:
-            log_event(db, "restored", backup.name, level="warning")
-        finally:
-            db.conn.close()
+            with files.open_private(staged, "wb"):
+                pass
+            source = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
+            dest = sqlite3.connect(str(staged))
+            try:
+                source.backup(dest)
+                dest.execute("PRAGMA journal_mode=DELETE")
+            finally:
+                source.close()
+                dest.close()
+            _check(staged)
+            with open(staged, "rb") as f:
+                os.fsync(f.fileno())
+            aside = _move_aside(home)
+            os.replace(staged, home.db_path)
+            files.fsync_dir(home.path)
+        except BaseException:
+            staged.unlink(missing_ok=True)
+            raise
+    from companion.store.db import open_db
+
+    db = open_db(home.db_path)  # migrates an older backup
+    try:
+        log_event(db, "restored", f"{backup.name}; previous database kept as "
+                  f"{aside.name if aside else 'none'}", level="warning")  # fmt: skip
+    finally:
+        db.conn.close()
     log.warning("restored %s from %s", home.db_path, backup)
+    return backup, aside
+
+
+def _move_aside(home: Home) -> Path | None:
+    """Rename the current database (and its WAL files) to an unused name; None if none."""
+    if not home.db_path.exists():
+        return None
+    stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
+    n = 0
+    while (
+        aside := home.path / f"{home.db_path.name}.replaced-{stamp}{f'-{n}' if n else ''}"
+    ).exists():
+        n += 1
+    for suffix in ("-wal", "-shm"):
+        extra = home.db_path.with_name(home.db_path.name + suffix)
+        if extra.exists():
+            os.replace(extra, aside.with_name(aside.name + suffix))
+    os.replace(home.db_path, aside)
+    return aside

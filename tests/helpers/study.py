@@ -97,7 +97,7 @@ def make_home(path: Path, participant: str, name: str, timezone: str = "Europe/L
         Config(participant_id=participant, participant_name=name, timezone=timezone,
                protocol="protocol.toml"),
     )  # fmt: skip
-    opened = app.open_home(home.path)
+    opened = app.open_home(home.path, create=True)
     if record:
         record_protocol(opened.db, opened.protocol, datetime(2026, 3, 1, tzinfo=UTC))
     return opened

@@ -81,7 +81,7 @@ class World:
         self.scheduler: Any = None
 
     def boot(self) -> Service:
-        opened = app.open_home(self.home)
+        opened = app.open_home(self.home, create=True)  # the first boot makes the database
         self.scheduler = make_scheduler(
             SteppedScheduler, {"default": DebugExecutor(), "plan": DebugExecutor()}
         )
