@@ -114,7 +114,7 @@ def _synthetic_stories(n: int) -> list[dict[str, str]]:
 
 
 def test_import_encodes_with_progress_and_a_killed_import_keeps_what_it_encoded(
-    tmp_path: Path,
+    tmp_path: Path, home: Path
 ) -> None:
     import os
     import signal
@@ -124,7 +124,6 @@ def test_import_encodes_with_progress_and_a_killed_import_keeps_what_it_encoded(
     from companion.store.db import open_db
     from tests.helpers.run import REPO
 
-    home = tmp_path / "home"
     file = tmp_path / "more.jsonl"
     file.write_text("".join(json.dumps(s) + "\n" for s in _synthetic_stories(160)))
     proc = subprocess.Popen(
