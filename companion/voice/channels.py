@@ -20,6 +20,7 @@ from companion.engine.protocol import Protocol
 from companion.errors import ConfigError
 from companion.files import private_dir
 from companion.settings.config import VoiceConfig
+from companion.voice import adaptation
 from companion.voice.audio import (
     AudioSink,
     AudioSource,
@@ -32,7 +33,14 @@ from companion.voice.audio import (
 )
 from companion.voice.listen import Mode, RecognizerFactory, pick_backend
 from companion.voice.speak import Speaker, SpeakerSettings
-from companion.voice.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, TurnEnded
+from companion.voice.turns import (
+    NoSpeech,
+    SpeechStarted,
+    TurnConfig,
+    TurnDetector,
+    TurnEnded,
+    is_complete_answer,
+)
 
 log = logging.getLogger(__name__)
 # A story expectation without its own cap (the session always sets one) gets the
@@ -119,6 +127,7 @@ class VoiceChannel:
         self._closed = False
         self._started = False
         self.last_transcript: object = None  # listen.Transcript of the last turn, for logs
+        adaptation.restore(settings.home, self.recognizers)
 
     # --- devices ------------------------------------------------------------------
 
@@ -208,11 +217,11 @@ class VoiceChannel:
                 # Feed audio from a little before the onset: VAD fires after the first phone.
                 turn_pcm.extend(preroll)
                 for chunk in preroll:
-                    recognizer.accept(chunk)
+                    self._hypothesis(detector, recognizer.accept(chunk), mode, expect)
                 continue
             if detector.started_at is not None:
                 turn_pcm.append(frame)
-                recognizer.accept(frame)
+                self._hypothesis(detector, recognizer.accept(frame), mode, expect)
             if isinstance(event, TurnEnded):
                 transcript = recognizer.final()
                 self.last_transcript = transcript
@@ -222,7 +231,7 @@ class VoiceChannel:
                 min_snr = self.settings.min_answer_snr_db
                 if mode == "grammar" and text and level.snr_db() < min_snr:
                     log.info("rejecting %r: speech-to-noise %.1f dB", text, level.snr_db())
-                    text, confidence = "", 0.0
+                    text, confidence = "", None
                 return Heard(
                     text,
                     t0 + timedelta(seconds=event.start_s),
@@ -230,6 +239,14 @@ class VoiceChannel:
                     confidence,
                     audio_path,
                 )
+
+    @staticmethod
+    def _hypothesis(detector: TurnDetector, partial: object, mode: Mode,
+                    expect: Expectation) -> None:  # fmt: skip
+        """A complete grammar answer ends the turn after a short pause (turns.TurnConfig)."""
+        text = getattr(partial, "text", None)
+        if mode == "grammar" and text is not None:
+            detector.answer_complete = is_complete_answer(text, expect.vocabulary)
 
     def _keep(self, pcm: bytes, t0: datetime) -> str | None:
         if not self.settings.keep_audio or self.audio_dir is None:
@@ -243,16 +260,23 @@ class VoiceChannel:
         if self._closed:
             return
         self._closed = True
+        if self._turns:
+            adaptation.save(self.settings.home, self.recognizers)
         self.source.close()
         self.sink.close()
         self.speaker.close()
+
+
+# The quietest a microphone's noise floor is taken to be (-65 dBFS): a near-silent room
+# or digital silence would otherwise make clean speech look like noise.
+MIN_NOISE_POWER = (32768 * 10 ** (-65 / 20)) ** 2
 
 
 class _Levels:
     """Speech-to-noise estimate for one turn: voiced frames vs the quietest frames.
 
     The quietest tenth stands in for the noise floor because in loud noise the VAD
-    calls almost every frame speech.
+    calls almost every frame speech; it is never taken below `MIN_NOISE_POWER`.
     """
 
     def __init__(self) -> None:
@@ -269,10 +293,7 @@ class _Levels:
         v = np.array(self.voiced, dtype=bool)
         if not v.any():
             return 0.0
-        heard = p[p > 1.0]  # digital silence (padding, gated input) is not a noise floor
-        if not heard.size:
-            return 99.0
-        noise = float(np.percentile(heard, 10))
+        noise = max(float(np.percentile(p, 10)), MIN_NOISE_POWER)
         return float(10 * np.log10(max(float(p[v].mean()), 1.0) / noise))
 
 

@@ -31,8 +31,16 @@ from companion.engine.session import SPOKEN_YES_NO, parse_item  # noqa: E402
 from companion.voice.audio import read_wav, write_wav  # noqa: E402
 from tests.helpers.speech import RATE, speech_pcm  # noqa: E402
 
-VOICES = ("en-us", "en-gb", "en-us+f3", "en-gb+m3", "en-gb-scotland", "en-029+f2",
-          "en-us-nyc+m2", "en-gb-x-rp+f4")  # fmt: skip
+VOICES = (
+    "en-us",
+    "en-gb",
+    "en-us+f3",
+    "en-gb+m3",
+    "en-gb-scotland",
+    "en-029+f2",
+    "en-us-nyc+m2",
+    "en-gb-x-rp+f4",
+)
 RATES = (130, 160, 195)
 ROOMS = (("clean", None, None), ("20dB", 20.0, None), ("10dB", 10.0, None))
 NOISES = ("babble", "fan", "tv")
@@ -48,8 +56,10 @@ BABBLE = (
     "She told me the recipe needs more butter than you would expect.",
     "We are going to visit my aunt in the country next weekend.",
 )
-TV = ("Good evening and welcome to the programme. Tonight we travel to the mountains, where a "
-      "family of farmers has kept goats for six generations, and the winter is coming early.")  # fmt: skip
+TV = (
+    "Good evening and welcome to the programme. Tonight we travel to the mountains, where a "
+    "family of farmers has kept goats for six generations, and the winter is coming early."
+)
 
 
 @dataclass(frozen=True)
@@ -133,8 +143,14 @@ def noise_bed(kind: str, seconds: float) -> np.ndarray:
     return x / np.sqrt(np.mean(x**2))
 
 
-def mix(speech: bytes, bed: np.ndarray | None, snr_db: float | None, seed: int,
-        lead_s: float = 0.5, tail_s: float = 1.5) -> bytes:  # fmt: skip
+def mix(
+    speech: bytes,
+    bed: np.ndarray | None,
+    snr_db: float | None,
+    seed: int,
+    lead_s: float = 0.5,
+    tail_s: float = 1.5,
+) -> bytes:
     """Speech with lead/tail room sound; SNR over the voiced speech samples."""
     voice = _f(speech)
     x = np.concatenate([np.zeros(int(lead_s * RATE)), voice, np.zeros(int(tail_s * RATE))])
@@ -158,9 +174,18 @@ def recipe() -> list[dict[str, object]]:
                     voice = VOICES[k % len(VOICES)]
                     rate = RATES[(k // len(VOICES)) % len(RATES)]
                     noise = "floor" if snr is None else NOISES[(k + k // 24) % len(NOISES)]
-                    rows.append({"group": group, "phrase": phrase, "voice": voice,
-                                 "rate": rate, "room": room, "snr": snr, "noise": noise,
-                                 "expected": expected(item, phrase)})  # fmt: skip
+                    rows.append(
+                        {
+                            "group": group,
+                            "phrase": phrase,
+                            "voice": voice,
+                            "rate": rate,
+                            "room": room,
+                            "snr": snr,
+                            "noise": noise,
+                            "expected": expected(item, phrase),
+                        }
+                    )
                     k += 1
     return rows
 
@@ -182,13 +207,27 @@ def build(directory: Path | None = None) -> list[Clip]:
     beds = {kind: noise_bed(kind, 30.0) for kind in NOISES}
     clips = []
     for i, r in enumerate(rows):
-        pcm = mix(speech_pcm(str(r["phrase"]), str(r["voice"]), int(r["rate"])),  # type: ignore[call-overload]
-                  beds.get(str(r["noise"])), r["snr"], seed=i)  # type: ignore[arg-type]  # fmt: skip
+        pcm = mix(
+            speech_pcm(str(r["phrase"]), str(r["voice"]), int(r["rate"])),  # type: ignore[call-overload]
+            beds.get(str(r["noise"])),
+            r["snr"],
+            seed=i,
+        )  # type: ignore[arg-type]
         path = out / f"{i:04d}.wav"
         write_wav(path, pcm)
-        clips.append(Clip(f"{i:04d}", str(r["group"]), str(r["phrase"]), str(r["expected"]),
-                          str(r["voice"]), int(r["rate"]), str(r["room"]), str(r["noise"]),  # type: ignore[call-overload]
-                          str(path)))  # fmt: skip
+        clips.append(
+            Clip(
+                f"{i:04d}",
+                str(r["group"]),
+                str(r["phrase"]),
+                str(r["expected"]),
+                str(r["voice"]),
+                int(r["rate"]),
+                str(r["room"]),
+                str(r["noise"]),  # type: ignore[call-overload]
+                str(path),
+            )
+        )
     index.write_text(json.dumps([asdict(c) for c in clips], indent=0))
     return clips
 
@@ -203,10 +242,12 @@ def main() -> None:
     args = ap.parse_args()
     clips = build(args.dir)
     print(f"{len(clips)} clips in {Path(clips[0].path).parent}")
-    for name, counter in (("group", Counter(c.group for c in clips)),
-                          ("room", Counter(f"{c.room}/{c.noise}" for c in clips)),
-                          ("voice", Counter(c.voice for c in clips)),
-                          ("rate", Counter(c.rate for c in clips))):  # fmt: skip
+    for name, counter in (
+        ("group", Counter(c.group for c in clips)),
+        ("room", Counter(f"{c.room}/{c.noise}" for c in clips)),
+        ("voice", Counter(c.voice for c in clips)),
+        ("rate", Counter(c.rate for c in clips)),
+    ):
         print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(counter.items())))
 
 

@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 from collections import Counter, defaultdict
+from dataclasses import astuple
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -73,6 +74,10 @@ class Timed:
 
     def __init__(self, inner):
         self.inner, self.name, self.final_s = inner, inner.name, 0.0
+        self.features = None
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
 
     def create(self, mode, vocabulary=()):
         rec = self.inner.create(mode, vocabulary)
@@ -86,6 +91,7 @@ class Timed:
                 t = time.perf_counter()
                 out = rec.final()
                 outer.final_s = time.perf_counter() - t
+                outer.features = getattr(rec, "features", None)
                 return out
 
         return R()
@@ -118,8 +124,14 @@ def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
     if state == "cold":
         cold_reset(factory)
     settings = VoiceSettings()
-    channel = VoiceChannel(settings, WavSource([], settings.frame_ms), _Sink(),
-                           recognizers=timed, speaker=_Quiet(), clock=lambda: EPOCH)  # type: ignore[arg-type]  # fmt: skip
+    channel = VoiceChannel(
+        settings,
+        WavSource([], settings.frame_ms),
+        _Sink(),
+        recognizers=timed,
+        speaker=_Quiet(),
+        clock=lambda: EPOCH,
+    )  # type: ignore[arg-type]
     out = []
     for clip in clips:
         item = G[clip.group]
@@ -127,16 +139,28 @@ def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
             cold_reset(factory)
         channel.source = WavSource.from_pcm(load_pcm(clip), settings.frame_ms)
         channel._started = False
+        timed.features = None
         heard = channel.listen(Expectation("answer", vocabulary_for(item)))
         a = parse_item(item, heard.text)
         got = f"value:{a.value}" if a.kind == "value" else a.kind
         turn_end = channel.source.frames_read * settings.frame_ms / 1000
         speech_end = (heard.ended_at - EPOCH).total_seconds()
         wait = turn_end - speech_end if heard.text or a.kind != "unclear" else None
-        out.append({"clip": clip.id, "room": clip.room, "group": clip.group,
-                    "phrase": clip.phrase, "expected": clip.expected, "got": got,
-                    "text": heard.text, "conf": heard.confidence,
-                    "wait_s": wait, "final_s": timed.final_s})  # fmt: skip
+        out.append(
+            {
+                "clip": clip.id,
+                "room": clip.room,
+                "group": clip.group,
+                "phrase": clip.phrase,
+                "expected": clip.expected,
+                "got": got,
+                "text": heard.text,
+                "conf": heard.confidence,
+                "wait_s": wait,
+                "final_s": timed.final_s,
+                "features": list(astuple(timed.features)) if timed.features else None,
+            }
+        )
     return out
 
 
@@ -216,29 +240,82 @@ def report(backend: str, state: str, rows: list[dict], tts_s: list[float]) -> di
         rooms[r["room"]][outcome(r)] += 1
     heard = [r for r in rows if r["got"] not in ("unclear",) and r["conf"] is not None]
     half = {h: [r for r in heard if (int(r["clip"]) % 2 == h)] for h in (0, 1)}
-    aucs = {h: auc([r["conf"] for r in v if outcome(r) == "right"],
-                   [r["conf"] for r in v if outcome(r) == "wrong"]) for h, v in half.items()}  # fmt: skip
+    aucs = {
+        h: auc(
+            [r["conf"] for r in v if outcome(r) == "right"],
+            [r["conf"] for r in v if outcome(r) == "wrong"],
+        )
+        for h, v in half.items()
+    }
     confs = {round(r["conf"], 6) for r in heard}
-    lat = [r["wait_s"] + r["final_s"] + tts_s[i % len(tts_s)]
-           for i, r in enumerate(rows) if r["wait_s"] is not None]  # fmt: skip
+    lat = [
+        r["wait_s"] + r["final_s"] + tts_s[i % len(tts_s)]
+        for i, r in enumerate(rows)
+        if r["wait_s"] is not None
+    ]
     sims = {name: simulate(rows, pol) for name, pol in bench_policy().items()}
     return {
-        "backend": backend, "state": state, "n": n,
-        "right": counts["right"] / n, "wrong": counts["wrong"] / n,
+        "backend": backend,
+        "state": state,
+        "n": n,
+        "right": counts["right"] / n,
+        "wrong": counts["wrong"] / n,
         "not_heard": counts["not heard"] / n,
         "clean_not_heard": rooms["clean"]["not heard"] / max(sum(rooms["clean"].values()), 1),
         "rooms": {k: dict(v) for k, v in rooms.items()},
         "confirm_group": dict(Counter(outcome(r) for r in rows if r["group"] == "confirm")),
-        "auc_calibration_half": aucs[0], "auc_held_out_half": aucs[1],
+        "auc_calibration_half": aucs[0],
+        "auc_held_out_half": aucs[1],
         "distinct_confidences": len(confs),
         "latency_p50": statistics.median(lat) if lat else None,
         "latency_p90": statistics.quantiles(lat, n=10)[-1] if len(lat) > 9 else None,
         "policies": sims,
-    }  # fmt: skip
+    }
+
+
+def calibrate(rows: list[dict]) -> tuple[float, list[float]]:
+    """Logistic regression (L2, gradient descent) of heard-right on the features, even clips."""
+    import numpy as np
+
+    fit = [r for r in rows if r["features"] and r["got"] != "unclear" and int(r["clip"]) % 2 == 0]
+    X = np.array([r["features"] for r in fit], dtype=float)
+    y = np.array([outcome(r) == "right" for r in fit], dtype=float)
+    mu, sd = X.mean(0), X.std(0) + 1e-9
+    Z = (X - mu) / sd
+    w, b = np.zeros(X.shape[1]), 0.0
+    for _ in range(5000):
+        g = 1 / (1 + np.exp(-(Z @ w + b))) - y
+        w -= 0.2 * (Z.T @ g / len(y) + 0.01 * w)
+        b -= 0.2 * g.mean()
+    weights = w / sd
+    return float(b - weights @ mu), [float(x) for x in weights]
+
+
+def sweep(rows: list[dict]) -> None:
+    """Wrong stored and turns per item by threshold; heard phrases that are often wrong."""
+    from companion.engine.confirm import needs_confirmation
+
+    for t in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95):
+        s = simulate(rows, lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t))
+        print(
+            f"  threshold {t:.2f}: wrong stored {s['wrong_stored']}, turns/item "
+            f"{s['turns_per_item']:.2f}"
+        )
+    heard: dict[str, Counter] = defaultdict(Counter)
+    for r in rows:
+        if r["got"] != "unclear" and int(r["clip"]) % 2 == 0:
+            heard[r["text"]][outcome(r)] += 1
+    often = {
+        t: c for t, c in heard.items() if c["wrong"] >= 2 and c["wrong"] >= 0.2 * sum(c.values())
+    }
+    print(
+        "  often wrong when heard (calibration half): "
+        + ", ".join(f"{t!r} {c['wrong']}/{sum(c.values())}" for t, c in sorted(often.items()))
+    )
 
 
 def tts_first_audio(n: int = 12) -> list[float]:
-    """Seconds to render the first sentence of the next question (what the participant waits for)."""
+    """Seconds to render the next question's first sentence (what the participant waits for)."""
     from companion.engine.protocol import load_protocol
     from companion.voice.speak import Speaker, split_sentences
 
@@ -260,6 +337,11 @@ def main() -> None:
     ap.add_argument("--states", default="cold,warm")
     ap.add_argument("--every", type=int, default=1, help="use every Nth clip (quick runs)")
     ap.add_argument("--json", type=Path, help="also write the per-clip results here")
+    ap.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="fit the confidence weights and sweep the read-back threshold",
+    )
     args = ap.parse_args()
     if args.backend == "vosk":
         from tests.bench.answer_corpus import build_korean
@@ -268,8 +350,10 @@ def main() -> None:
     else:
         clips = build()[:: args.every]
     tts = tts_first_audio()
-    print(f"CPU: {cpu()}; {len(clips)} clips; TTS first sentence p50 "
-          f"{statistics.median(tts) * 1000:.0f} ms")  # fmt: skip
+    print(
+        f"CPU: {cpu()}; {len(clips)} clips; TTS first sentence p50 "
+        f"{statistics.median(tts) * 1000:.0f} ms"
+    )
     dump = {}
     for state in args.states.split(","):
         t0 = time.perf_counter()
@@ -277,22 +361,40 @@ def main() -> None:
         res = report(args.backend, state, rows, tts)
         dump[state] = rows
         print(f"\n== {args.backend} {state} ({time.perf_counter() - t0:.0f} s) ==")
-        print(f"heard right {res['right']:.1%}  wrong {res['wrong']:.1%}  not heard "
-              f"{res['not_heard']:.1%}  (n={res['n']}; clean not heard {res['clean_not_heard']:.1%})")  # fmt: skip
+        print(
+            f"heard right {res['right']:.1%}  wrong {res['wrong']:.1%}  not heard "
+            f"{res['not_heard']:.1%}  (n={res['n']}; clean not heard {res['clean_not_heard']:.1%})"
+        )
         print("by room: " + "; ".join(f"{k} {v}" for k, v in sorted(res["rooms"].items())))
         print(f"read-back yes/no clips: {res['confirm_group']}")
         a0, a1 = res["auc_calibration_half"], res["auc_held_out_half"]
-        print(f"confidence ROC AUC: calibration half {a0 if a0 is None else round(a0, 3)}, "
-              f"held-out half {a1 if a1 is None else round(a1, 3)}; "
-              f"{res['distinct_confidences']} distinct values")  # fmt: skip
+        print(
+            f"confidence ROC AUC: calibration half {a0 if a0 is None else round(a0, 3)}, "
+            f"held-out half {a1 if a1 is None else round(a1, 3)}; "
+            f"{res['distinct_confidences']} distinct values"
+        )
         if res["latency_p50"] is not None:
-            print(f"end of answer -> next prompt audio: p50 {res['latency_p50']:.2f} s, "
-                  f"p90 {res['latency_p90']:.2f} s")  # fmt: skip
+            print(
+                f"end of answer -> next prompt audio: p50 {res['latency_p50']:.2f} s, "
+                f"p90 {res['latency_p90']:.2f} s"
+            )
         for name, s in res["policies"].items():
-            print(f"policy {name:12} wrong stored {s['wrong_stored']:3d}  turns/item "
-                  f"{s['turns_per_item']:.2f}  ({s['items']} items)")  # fmt: skip
+            print(
+                f"policy {name:12} wrong stored {s['wrong_stored']:3d}  turns/item "
+                f"{s['turns_per_item']:.2f}  ({s['items']} items)"
+            )
     if args.json:
         args.json.write_text(json.dumps(dump))
+    if args.calibrate:
+        both = [r for rows in dump.values() for r in rows]
+        b, w = calibrate(both)
+        print(
+            f"\ncalibrated on the even clips: INTERCEPT = {b:.4f}, WEIGHTS = "
+            f"({', '.join(f'{x:.4f}' for x in w)})"
+        )
+        for state, rows in dump.items():
+            print(f"{state}:")
+            sweep(rows)
 
 
 if __name__ == "__main__":
