@@ -229,8 +229,9 @@ class VoiceChannel:
                 audio_path = self._keep(b"".join(turn_pcm), t0)
                 text, confidence = transcript.text, transcript.confidence
                 min_snr = self.settings.min_answer_snr_db
-                if mode == "grammar" and text and level.snr_db() < min_snr:
-                    log.info("rejecting %r: speech-to-noise %.1f dB", text, level.snr_db())
+                snr = level.snr_db(round(event.start_s / frame_s))
+                if mode == "grammar" and text and snr < min_snr:
+                    log.info("rejecting %r: speech-to-noise %.1f dB", text, snr)
                     text, confidence = "", None
                 return Heard(
                     text,
@@ -273,10 +274,11 @@ MIN_NOISE_POWER = (32768 * 10 ** (-65 / 20)) ** 2
 
 
 class _Levels:
-    """Speech-to-noise estimate for one turn: voiced frames vs the quietest frames.
+    """Speech-to-noise estimate for one turn: voiced frames vs the noise floor.
 
-    The quietest tenth stands in for the noise floor because in loud noise the VAD
-    calls almost every frame speech; it is never taken below `MIN_NOISE_POWER`.
+    The floor is the quietest tenth of the unvoiced frames; in loud noise, where the VAD
+    calls almost every frame speech, of all frames. Digital silence is no floor (clean
+    speech would be compared with itself), and the floor is never below `MIN_NOISE_POWER`.
     """
 
     def __init__(self) -> None:
@@ -288,12 +290,22 @@ class _Levels:
         self.powers.append(float(np.mean(x * x)))
         self.voiced.append(voiced)
 
-    def snr_db(self) -> float:
+    def snr_db(self, onset: int = 0) -> float:
+        """`onset`: index of the frame where speech started."""
         p = np.array(self.powers)
         v = np.array(self.voiced, dtype=bool)
         if not v.any():
             return 0.0
-        noise = max(float(np.percentile(p, 10)), MIN_NOISE_POWER)
+        silent = p <= 1.0  # digital silence: gated input, padding, a synthesised room
+        before = np.arange(p.size) < onset  # the room before the participant spoke
+        quiet = p[(before | ~v) & ~silent]
+        if quiet.size >= 5:  # a real floor before or between the words
+            noise = float(np.percentile(quiet, 10))
+        elif onset > 0 and silent[:onset].all():  # digital silence before the speech
+            noise = 0.0
+        else:  # loud noise: the VAD calls every frame speech
+            noise = float(np.percentile(p[~silent], 10)) if (~silent).any() else 0.0
+        noise = max(noise, MIN_NOISE_POWER)
         return float(10 * np.log10(max(float(p[v].mean()), 1.0) / noise))
 
 

@@ -271,7 +271,8 @@ class PocketsphinxRecognizer:
             # Free recognition has no calibrated confidence (NULL), garbage no answer.
             return _transcript([Word(w.text, w.start_s, w.end_s, None) for w in answer], None)
         text = " ".join(w.text for w in answer)
-        nbest = [self._answer(h.hypstr) for h in itertools.islice(self._dec.nbest() or (), 20)]
+        paths = itertools.islice(self._dec.nbest() or (), 20)
+        nbest = [self._answer(h.hypstr) for h in paths if h is not None]
         feats = confidence.features(
             silence, max(1, int(self._dec.n_frames())),
             [round((w.end_s - w.start_s) / self._frame_s) for w in answer],
