@@ -333,24 +333,68 @@ def tts_first_audio(n: int = 12) -> list[float]:
     return out
 
 
+def show(res: dict, seconds: float) -> None:
+    print(f"\n== {res['backend']} {res['state']} ({seconds:.0f} s) ==")
+    print(
+        f"heard right {res['right']:.1%}  wrong {res['wrong']:.1%}  not heard "
+        f"{res['not_heard']:.1%}  (n={res['n']}; clean not heard {res['clean_not_heard']:.1%})"
+    )
+    print("by room: " + "; ".join(f"{k} {v}" for k, v in sorted(res["rooms"].items())))
+    print(f"read-back yes/no clips: {res['confirm_group']}")
+    a0, a1 = res["auc_calibration_half"], res["auc_held_out_half"]
+    print(
+        f"confidence ROC AUC: calibration half {a0 if a0 is None else round(a0, 3)}, "
+        f"held-out half {a1 if a1 is None else round(a1, 3)}; "
+        f"{res['distinct_confidences']} distinct values"
+    )
+    if res["latency_p50"] is not None:
+        print(
+            f"end of answer -> next prompt audio: p50 {res['latency_p50']:.2f} s, "
+            f"p90 {res['latency_p90']:.2f} s"
+        )
+    for name, s in res["policies"].items():
+        print(
+            f"policy {name:12} wrong stored {s['wrong_stored']:3d}  turns/item "
+            f"{s['turns_per_item']:.2f}  ({s['items']} items)"
+        )
+
+
+def rescore(args, base: Path) -> None:
+    from companion.voice import confidence
+
+    tts = tts_first_audio()
+    for state in args.states.split(","):
+        rows = json.loads(base.with_suffix(f".{state}.json").read_text())
+        for r in rows:
+            if r["features"]:
+                r["conf"] = confidence.probability(confidence.Features(*r["features"]))
+        show(report(args.backend, state, rows, tts), 0.0)
+        if args.calibrate:
+            sweep(rows)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--backend", default="pocketsphinx", choices=("pocketsphinx", "vosk"))
+    ap.add_argument("--backend", default="pocketsphinx", choices=("pocketsphinx",))
     ap.add_argument("--states", default="cold,warm")
     ap.add_argument("--every", type=int, default=1, help="use every Nth clip (quick runs)")
     ap.add_argument("--json", type=Path, help="also write the per-clip results here")
+    ap.add_argument(
+        "--rescore",
+        type=Path,
+        help="report from a --json run's saved clips, confidence recomputed from their "
+        "features with the shipped weights (no decoding)",
+    )
     ap.add_argument(
         "--calibrate",
         action="store_true",
         help="fit the confidence weights and sweep the read-back threshold",
     )
     args = ap.parse_args()
-    if args.backend == "vosk":
-        from tests.bench.answer_corpus import build_korean
-
-        clips = build_korean()[:: args.every]
-    else:
-        clips = build()[:: args.every]
+    clips = build()[:: args.every]
+    if args.rescore:
+        rescore(args, args.rescore)
+        return
     tts = tts_first_audio()
     print(
         f"CPU: {cpu()}; {len(clips)} clips; TTS first sentence p50 "
@@ -364,29 +408,7 @@ def main() -> None:
             args.json.with_suffix(f".{state}.json").write_text(json.dumps(rows))
         res = report(args.backend, state, rows, tts)
         dump[state] = rows
-        print(f"\n== {args.backend} {state} ({time.perf_counter() - t0:.0f} s) ==")
-        print(
-            f"heard right {res['right']:.1%}  wrong {res['wrong']:.1%}  not heard "
-            f"{res['not_heard']:.1%}  (n={res['n']}; clean not heard {res['clean_not_heard']:.1%})"
-        )
-        print("by room: " + "; ".join(f"{k} {v}" for k, v in sorted(res["rooms"].items())))
-        print(f"read-back yes/no clips: {res['confirm_group']}")
-        a0, a1 = res["auc_calibration_half"], res["auc_held_out_half"]
-        print(
-            f"confidence ROC AUC: calibration half {a0 if a0 is None else round(a0, 3)}, "
-            f"held-out half {a1 if a1 is None else round(a1, 3)}; "
-            f"{res['distinct_confidences']} distinct values"
-        )
-        if res["latency_p50"] is not None:
-            print(
-                f"end of answer -> next prompt audio: p50 {res['latency_p50']:.2f} s, "
-                f"p90 {res['latency_p90']:.2f} s"
-            )
-        for name, s in res["policies"].items():
-            print(
-                f"policy {name:12} wrong stored {s['wrong_stored']:3d}  turns/item "
-                f"{s['turns_per_item']:.2f}  ({s['items']} items)"
-            )
+        show(res, time.perf_counter() - t0)
     if args.json:
         args.json.write_text(json.dumps(dump))
     if args.calibrate:
