@@ -17,8 +17,9 @@ from typing import Literal
 Policy = Literal["always", "when_unsure", "never"]
 POLICIES: tuple[Policy, ...] = ("always", "when_unsure", "never")
 
-# Calibrated answer confidence below which an answer is read back.
-THRESHOLD = 0.5
+# Calibrated answer confidence below which an answer is read back: the lowest that stores
+# no wrong value on the corpus with a cold recogniser (bench_answers.py --calibrate).
+THRESHOLD = 0.9
 # Heard phrases the corpus shows standing in for another answer.
 CONFUSABLE: frozenset[str] = frozenset()
 
