@@ -40,4 +40,11 @@ def needs_confirmation(policy: Policy, heard: str, confidence: float | None,
 
 def bench_policy() -> dict[str, Callable[[str, int, float | None, str], bool]]:
     """The policies the answer benchmark compares: (group, value, confidence, text) -> read back?"""
-    return {p: (lambda g, v, c, t, p=p: needs_confirmation(p, t, c)) for p in POLICIES}
+
+    def policy(p: Policy) -> Callable[[str, int, float | None, str], bool]:
+        def decide(group: str, value: int, confidence: float | None, heard: str) -> bool:
+            return needs_confirmation(p, heard, confidence)
+
+        return decide
+
+    return {p: policy(p) for p in POLICIES}

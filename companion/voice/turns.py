@@ -104,8 +104,10 @@ class TurnDetector:
         if now - self.started_at >= c.max_turn_s:
             self.done = True
             return TurnEnded(self.started_at, now, "max_length")
-        silence = min(c.end_silence_s, c.answer_end_silence_s) if self.answer_complete else (
-            c.end_silence_s
+        silence = (
+            min(c.end_silence_s, c.answer_end_silence_s)
+            if self.answer_complete
+            else (c.end_silence_s)
         )
         if now - self._last_voiced_end >= silence:
             self.done = True
