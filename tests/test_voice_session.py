@@ -87,8 +87,8 @@ def test_spoken_session_stores_meant_values_or_nothing(home: Path, voice) -> Non
     turns = list(opened.db.query("SELECT * FROM turns WHERE session_id = ?", [result.session_id]))
     # Read back only when unsure: every answer heard with a confidence under the threshold
     # (or none) was read back before anything was stored.
-    said = [t for t in turns if t["speaker"] == "participant" and t["purpose"] in PURPOSES]
-    unsure = [t for t in said if t["text"] and (t["asr_confidence"] or 0) < THRESHOLD]
+    answered = [t for t in turns if t["speaker"] == "participant" and t["purpose"] in PURPOSES]
+    unsure = [t for t in answered if t["text"] and (t["asr_confidence"] or 0) < THRESHOLD]
     confirmations = [t for t in turns if t["purpose"].endswith(".confirm")]
     assert len(confirmations) >= 2 * len([t for t in unsure if t["text"] not in ("skip",)]) - 4
     heard = [t for t in turns if t["speaker"] == "participant" and t["purpose"] == "story"]
@@ -96,7 +96,7 @@ def test_spoken_session_stores_meant_values_or_nothing(home: Path, voice) -> Non
     said = set(STORY.lower().replace(".", "").split())
     assert len(said & set(heard[0]["text"].split())) >= 4, heard[0]["text"]
     # Answers carry a real confidence, stories none (NULL, not a made-up 1.0).
-    confident = [t["asr_confidence"] for t in said if t["text"]]
+    confident = [t["asr_confidence"] for t in answered if t["text"]]
     assert confident and all(0.0 < c < 1.0 for c in confident)
     assert len(set(confident)) > 1
     assert heard[0]["asr_confidence"] is None
