@@ -133,19 +133,28 @@ def check_models(home: Home, config: Config, protocol: Protocol | None = None) -
 
 
 def check_vocabulary(home: Home, config: Config, protocol: Protocol) -> Finding:
-    """Loads the recogniser a session would use and checks it knows the answer words."""
-    from companion.voice.listen import pick_backend
+    """Does the recogniser a session would use know the answer words? Reads its word list,
+    or loads the model when it has none as a file (a vosk model without graph/words.txt)."""
+    from companion.voice.backend import choose_backend, lexicon_file, read_lexicon
     from companion.voice.vocab import check_vocabulary as check
 
+    choice = choose_backend(config.voice, home.path)
+    lexicon = lexicon_file(choice)
+    knows: Callable[[str], bool]
     try:
-        factory = pick_backend(config.voice, home.path)
+        if lexicon is not None:
+            knows = read_lexicon(lexicon).__contains__
+        else:
+            from companion.voice.listen import pick_backend
+
+            knows = pick_backend(config.voice, home.path).knows
     except CompanionError as exc:
         return Finding("asr-vocabulary", "fail", str(exc))
     except Exception as exc:  # a model that does not load is a failed check, not a crash
-        return Finding("asr-vocabulary", "fail", f"{config.voice.asr_backend}: cannot load: {exc}")
-    result = check(factory.knows, protocol)
+        return Finding("asr-vocabulary", "fail", f"{choice.name}: cannot load: {exc}")
+    result = check(knows, protocol)
     status = "fail" if not result.ok else "warn" if result.missing else "ok"
-    return Finding("asr-vocabulary", status, f"{factory.name}: {result.summary()}")
+    return Finding("asr-vocabulary", status, f"{choice.name}: {result.summary()}")
 
 
 def _asr_finding(home: Home, config: Config) -> Finding:
