@@ -154,6 +154,9 @@ def test_cli_install_and_wrong_checksum(home: Path, ko_zip: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     assert str(home / "models" / "asr" / NAME) in ok.stdout
     assert load_config(Home(home)).voice.asr_backend == "vosk"
+    # A Korean model for an English protocol: said at once, and doctor will fail.
+    assert "vocabulary: cannot hear every answer to mood.valence" in ok.stdout
+    assert "disagree" in ok.stdout and "doctor will fail" in ok.stdout
 
 
 # --- refusals --------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from companion.ops.doctor import Probes, run_checks
-from companion.settings.config import Config, Home, VoiceConfig, write_config
+from companion.settings.config import Config, Home, VoiceConfig, load_config, write_config
 from tests.helpers.run import run_cli
 from tests.helpers.study import make_home, run_scripted, session_lines
 
@@ -61,10 +62,20 @@ def by_check(findings) -> dict[str, str]:
 
 
 def test_healthy_device_passes(device):
+    # The fixture's vosk folder is only a layout; a healthy device uses a real recogniser.
+    config = load_config(device)
+    voice = dataclasses.replace(config.voice, asr_backend="pocketsphinx")
+    write_config(device, dataclasses.replace(config, voice=voice))
     findings = run_checks(device, probes=HEALTHY)
     assert all(f.status == "ok" for f in findings), [f for f in findings if f.status != "ok"]
-    assert {"audio-in", "audio-out", "encoder-model", "asr-model", "clock", "disk", "database",
-            "service", "permissions", "network"} <= set(by_check(findings))  # fmt: skip
+    assert {"audio-in", "audio-out", "encoder-model", "asr-model", "asr-vocabulary", "clock",
+            "disk", "database", "service", "permissions",
+            "network"} <= set(by_check(findings))  # fmt: skip
+
+
+def test_a_model_that_does_not_load_fails_the_vocabulary_check(device):
+    (finding,) = [f for f in run_checks(device, probes=HEALTHY) if f.check == "asr-vocabulary"]
+    assert finding.status == "fail" and "vosk-model-small" in finding.detail
 
 
 def test_missing_and_corrupt_models(device):

@@ -12,6 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from companion.engine.confirm import POLICIES
+from companion.engine.confirm import Policy as ConfirmPolicy
 from companion.errors import ConfigError
 from companion.settings.schedule import ScheduleConfig, parse_schedule
 from companion.settings.validate import SQLITE_INT_MAX, Table, parse_toml, read_toml
@@ -94,8 +96,9 @@ class Protocol:
     semantic_weight: float = 0.6
     emotion_weight: float = 0.4
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
-    # Voice mode: read a recognised rating back and ask "is that right?" before storing it.
-    confirm_voice_answers: bool = True
+    # Voice mode: when a recognised rating is read back ("is that right?") before it is
+    # stored: "when_unsure" (true; engine.confirm decides), "always", or "never" (false).
+    confirm_voice_answers: ConfirmPolicy = "when_unsure"
     # Voice mode: keep participant turns as 16 kHz WAV files under HOME/audio.
     keep_audio: bool = False
     # Every wording of each prompt, the [prompts] one first, then [prompts.alternatives]: the
@@ -112,6 +115,13 @@ class Protocol:
 
 
 DEFAULT_PROTOCOL = "default"
+CONFIRM_CHOICES = (True, False, *POLICIES)
+
+
+def _confirm_policy(value: bool | str) -> ConfirmPolicy:
+    if isinstance(value, bool):  # protocol files before the policy: true = as needed
+        return "when_unsure" if value else "never"
+    return value  # type: ignore[return-value]  # one of POLICIES, checked by choice()
 
 
 def default_protocol_text() -> str:
@@ -142,7 +152,7 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
         "max_reprompts": lambda k: head.integer(k, 0, 10),
         "follow_up_turns": lambda k: head.integer(k, 0, 10),
         "story_max_seconds": lambda k: head.number(k, 5, 1800),
-        "confirm_voice_answers": head.flag,
+        "confirm_voice_answers": lambda k: _confirm_policy(head.choice(k, CONFIRM_CHOICES)),
         "keep_audio": head.flag,
         "avoid_repeat_days": lambda k: head.integer(k, 0, 366),
         "recall_earlier_stories": head.flag,

@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 import sqlite_utils
 
 from companion.clock import iso, utc_now
-from companion.engine import answers
+from companion.engine import answers, confirm
 from companion.engine.acknowledge import acknowledgement
 from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
 from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
@@ -222,7 +222,7 @@ class SessionRun:
                 repeats += 1
                 text = item.text
                 continue
-            if answer.kind == "value" and self.confirmed(item, answer.value, purpose):
+            if answer.kind == "value" and self.confirmed(item, answer.value, purpose, heard):
                 self.store(instrument, item, answer.value, raws, "answered")
                 return
             if answer.kind == "value":  # the participant did not confirm what was heard
@@ -243,18 +243,17 @@ class SessionRun:
                 return
             text = self.prompt("reprompt", hint=hint_for(item))
 
-    def confirmed(self, item: Item, value: int | str | None, purpose: str) -> bool:
-        """In voice mode, read a recognised rating or yes/no back before storing it.
+    def confirmed(self, item: Item, value: int | str | None, purpose: str, heard: Heard) -> bool:
+        """In voice mode, read a recognised rating or yes/no back when confirm.py says so.
 
         Speech recognisers can hear "five" for "one"; a confirmation turns a wrong value
         into a retry, and anything but a clear yes is not a confirmation.
         """
-        needs = (
-            self.channel.mode == "voice"
-            and self.protocol.confirm_voice_answers
-            and item.type in ("likert", "yesno")
-        )
+        needs = self.channel.mode == "voice" and item.type in ("likert", "yesno")
+        policy = self.protocol.confirm_voice_answers
         if not needs or not isinstance(value, int):
+            return True
+        if not confirm.needs_confirmation(policy, heard.text, heard.confidence):
             return True
         spoken = answers.NUMBER_NAMES[value] if item.type == "likert" else ("no", "yes")[value]
         self.say(self.prompt("confirm", answer=spoken), f"{purpose}.confirm")

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from companion.clock import clock_problem, iso, utc_now
-from companion.engine.protocol import load_protocol
+from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
 from companion.files import free_bytes
 from companion.settings.config import Config, Home, load_config
@@ -112,7 +112,7 @@ def _sidecar_ok(model: Path) -> Finding:
     return Finding("encoder-model", "ok", f"{model.name} sha256 verified")
 
 
-def check_models(home: Home, config: Config) -> list[Finding]:
+def check_models(home: Home, config: Config, protocol: Protocol | None = None) -> list[Finding]:
     out = []
     if config.model:
         path = Path(config.model).expanduser()
@@ -127,7 +127,34 @@ def check_models(home: Home, config: Config) -> list[Finding]:
         except CompanionError as exc:
             out.append(Finding("encoder-model", "fail", str(exc)))
     out.append(_asr_finding(home, config))
+    if out[-1].ok and protocol is not None:
+        out.append(check_vocabulary(home, config, protocol))
     return out
+
+
+def check_vocabulary(home: Home, config: Config, protocol: Protocol) -> Finding:
+    """Does the recogniser a session would use know the answer words? Reads its word list,
+    or loads the model when it has none as a file (a vosk model without graph/words.txt)."""
+    from companion.voice.backend import choose_backend, lexicon_file, read_lexicon
+    from companion.voice.vocab import check_vocabulary as check
+
+    choice = choose_backend(config.voice, home.path)
+    lexicon = lexicon_file(choice)
+    knows: Callable[[str], bool]
+    try:
+        if lexicon is not None:
+            knows = read_lexicon(lexicon).__contains__
+        else:
+            from companion.voice.listen import pick_backend
+
+            knows = pick_backend(config.voice, home.path).knows
+    except CompanionError as exc:
+        return Finding("asr-vocabulary", "fail", str(exc))
+    except Exception as exc:  # a model that does not load is a failed check, not a crash
+        return Finding("asr-vocabulary", "fail", f"{choice.name}: cannot load: {exc}")
+    result = check(knows, protocol)
+    status = "fail" if not result.ok else "warn" if result.missing else "ok"
+    return Finding("asr-vocabulary", status, f"{choice.name}: {result.summary()}")
 
 
 def _asr_finding(home: Home, config: Config) -> Finding:
@@ -289,6 +316,7 @@ def run_checks(home: Home, skip: set[str] | None = None,
         config = load_config(home)
     except CompanionError as exc:
         return [Finding("config", "fail", str(exc))]
+    protocol: Protocol | None = None
     try:
         protocol = load_protocol(config.protocol_path(home.path))
         configured = Finding("config", "ok", f"participant {config.participant_id}, "
@@ -297,7 +325,7 @@ def run_checks(home: Home, skip: set[str] | None = None,
         configured = Finding("config", "fail", str(exc))
     checks: dict[str, Callable[[], list[Finding]]] = {
         "audio": lambda: check_audio(config, probes),
-        "models": lambda: check_models(home, config),
+        "models": lambda: check_models(home, config, protocol),
         "clock": lambda: [check_clock(home, probes)],
         "disk": lambda: [check_disk(home, probes)],
         "database": lambda: [check_database(home)],

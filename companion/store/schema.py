@@ -86,7 +86,11 @@ _TABLES = (
            "redacted with --deidentify"),
         _c("started_at", T, f"Turn start; {UTC_TS}"),
         _c("ended_at", T, f"Turn end; {UTC_TS}"),
-        _c("asr_confidence", R, "Recognizer confidence 0..1 for voice turns, else empty"),
+        _c("asr_confidence", R,
+           "Voice answers: calibrated probability 0..1 that the recogniser heard the answer "
+           "right (pocketsphinx: logistic model over silence share, word duration, n-best "
+           "agreement and acoustic score, fitted on the spoken-answer corpus; vosk: mean word "
+           "posterior). Empty for text turns, stories and answers not heard"),
         _c("audio_path", T,
            "Recording of the turn, relative to the export (only with --include-audio)"),
     )),

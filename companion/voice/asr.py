@@ -28,6 +28,7 @@ from companion.errors import AsrModelError
 from companion.files import open_private, private_dir
 from companion.settings.config import Home, load_config, write_config
 from companion.voice.backend import asr_dir
+from companion.voice.vocab import VocabularyCheck, check_vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,16 @@ def install_asr(
     write_config(h, dataclasses.replace(config, voice=voice))
     log.info("installed vosk model %s", target)
     return target
+
+
+def vocabulary_of(home: Path, model_dir: Path) -> VocabularyCheck:
+    """Does the installed model know the home protocol's answer words?"""
+    from companion.engine.protocol import load_protocol
+    from companion.voice.listen import VoskFactory
+
+    config = load_config(Home(Path(home)))
+    protocol = load_protocol(config.protocol_path(Path(home)))
+    return check_vocabulary(VoskFactory(model_dir).knows, protocol)
 
 
 # --- sources ----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ doctor reports exactly what a session will load. Nothing here imports vosk or po
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,3 +85,29 @@ def choose_backend(voice: VoiceConfig, home: Path | None) -> BackendChoice:
         return BackendChoice(None, None, f"asr_backend vosk: {why}; "
                              "run companion models install-asr")  # fmt: skip
     return BackendChoice("pocketsphinx", None, f"{why}: pocketsphinx (English) will be used")
+
+
+def lexicon_file(choice: BackendChoice) -> Path | None:
+    """The recogniser's word list as a plain file, so doctor can check words without loading
+    a decoder: pocketsphinx's bundled dictionary, or a vosk model's graph/words.txt (None when
+    the model has none: then the model itself must be asked)."""
+    if choice.name == "vosk" and choice.vosk_model_dir is not None:
+        words = choice.vosk_model_dir / "graph" / "words.txt"
+        return words if words.is_file() else None
+    if choice.name == "pocketsphinx":
+        spec = importlib.util.find_spec("pocketsphinx")
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            path = Path(root) / "model" / "en-us" / "cmudict-en-us.dict"
+            if path.is_file():
+                return path
+    return None
+
+
+def read_lexicon(path: Path) -> frozenset[str]:
+    """Words of a lexicon file (first column; pronunciation variants "word(2)" folded)."""
+    words = set()
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.strip():
+                words.add(line.split(maxsplit=1)[0].split("(")[0])
+    return frozenset(words)

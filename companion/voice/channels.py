@@ -20,6 +20,7 @@ from companion.engine.protocol import Protocol
 from companion.errors import ConfigError
 from companion.files import private_dir
 from companion.settings.config import VoiceConfig
+from companion.voice import adaptation
 from companion.voice.audio import (
     AudioSink,
     AudioSource,
@@ -32,7 +33,14 @@ from companion.voice.audio import (
 )
 from companion.voice.listen import Mode, RecognizerFactory, pick_backend
 from companion.voice.speak import Speaker, SpeakerSettings
-from companion.voice.turns import NoSpeech, SpeechStarted, TurnConfig, TurnDetector, TurnEnded
+from companion.voice.turns import (
+    NoSpeech,
+    SpeechStarted,
+    TurnConfig,
+    TurnDetector,
+    TurnEnded,
+    is_complete_answer,
+)
 
 log = logging.getLogger(__name__)
 # A story expectation without its own cap (the session always sets one) gets the
@@ -119,6 +127,7 @@ class VoiceChannel:
         self._closed = False
         self._started = False
         self.last_transcript: object = None  # listen.Transcript of the last turn, for logs
+        adaptation.restore(settings.home, self.recognizers)
 
     # --- devices ------------------------------------------------------------------
 
@@ -208,11 +217,11 @@ class VoiceChannel:
                 # Feed audio from a little before the onset: VAD fires after the first phone.
                 turn_pcm.extend(preroll)
                 for chunk in preroll:
-                    recognizer.accept(chunk)
+                    self._hypothesis(detector, recognizer.accept(chunk), mode, expect)
                 continue
             if detector.started_at is not None:
                 turn_pcm.append(frame)
-                recognizer.accept(frame)
+                self._hypothesis(detector, recognizer.accept(frame), mode, expect)
             if isinstance(event, TurnEnded):
                 transcript = recognizer.final()
                 self.last_transcript = transcript
@@ -220,9 +229,10 @@ class VoiceChannel:
                 audio_path = self._keep(b"".join(turn_pcm), t0)
                 text, confidence = transcript.text, transcript.confidence
                 min_snr = self.settings.min_answer_snr_db
-                if mode == "grammar" and text and level.snr_db() < min_snr:
-                    log.info("rejecting %r: speech-to-noise %.1f dB", text, level.snr_db())
-                    text, confidence = "", 0.0
+                snr = level.snr_db(round(event.start_s / frame_s))
+                if mode == "grammar" and text and snr < min_snr:
+                    log.info("rejecting %r: speech-to-noise %.1f dB", text, snr)
+                    text, confidence = "", None
                 return Heard(
                     text,
                     t0 + timedelta(seconds=event.start_s),
@@ -230,6 +240,14 @@ class VoiceChannel:
                     confidence,
                     audio_path,
                 )
+
+    @staticmethod
+    def _hypothesis(detector: TurnDetector, partial: object, mode: Mode,
+                    expect: Expectation) -> None:  # fmt: skip
+        """A complete grammar answer ends the turn after a short pause (turns.TurnConfig)."""
+        text = getattr(partial, "text", None)
+        if mode == "grammar" and text is not None:
+            detector.answer_complete = is_complete_answer(text, expect.vocabulary)
 
     def _keep(self, pcm: bytes, t0: datetime) -> str | None:
         if not self.settings.keep_audio or self.audio_dir is None:
@@ -243,16 +261,24 @@ class VoiceChannel:
         if self._closed:
             return
         self._closed = True
+        if self._turns:
+            adaptation.save(self.settings.home, self.recognizers)
         self.source.close()
         self.sink.close()
         self.speaker.close()
 
 
-class _Levels:
-    """Speech-to-noise estimate for one turn: voiced frames vs the quietest frames.
+# The quietest a microphone's noise floor is taken to be (-65 dBFS): a near-silent room
+# or digital silence would otherwise make clean speech look like noise.
+MIN_NOISE_POWER = (32768 * 10 ** (-65 / 20)) ** 2
 
-    The quietest tenth stands in for the noise floor because in loud noise the VAD
-    calls almost every frame speech.
+
+class _Levels:
+    """Speech-to-noise estimate for one turn: voiced frames vs the noise floor.
+
+    The floor is the quietest tenth of the unvoiced frames; in loud noise, where the VAD
+    calls almost every frame speech, of all frames. Digital silence is no floor (clean
+    speech would be compared with itself), and the floor is never below `MIN_NOISE_POWER`.
     """
 
     def __init__(self) -> None:
@@ -264,15 +290,22 @@ class _Levels:
         self.powers.append(float(np.mean(x * x)))
         self.voiced.append(voiced)
 
-    def snr_db(self) -> float:
+    def snr_db(self, onset: int = 0) -> float:
+        """`onset`: index of the frame where speech started."""
         p = np.array(self.powers)
         v = np.array(self.voiced, dtype=bool)
         if not v.any():
             return 0.0
-        heard = p[p > 1.0]  # digital silence (padding, gated input) is not a noise floor
-        if not heard.size:
-            return 99.0
-        noise = float(np.percentile(heard, 10))
+        silent = p <= 1.0  # digital silence: gated input, padding, a synthesised room
+        before = np.arange(p.size) < onset  # the room before the participant spoke
+        quiet = p[(before | ~v) & ~silent]
+        if quiet.size >= 5:  # a real floor before or between the words
+            noise = float(np.percentile(quiet, 10))
+        elif onset > 0 and silent[:onset].all():  # digital silence before the speech
+            noise = 0.0
+        else:  # loud noise: the VAD calls every frame speech
+            noise = float(np.percentile(p[~silent], 10)) if (~silent).any() else 0.0
+        noise = max(noise, MIN_NOISE_POWER)
         return float(10 * np.log10(max(float(p[v].mean()), 1.0) / noise))
 
 

@@ -9,6 +9,7 @@ recognizer cannot place comes back empty rather than as a wrong answer.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from companion.errors import ModelError
 from companion.settings.config import VoiceConfig
+from companion.voice import confidence
 from companion.voice.backend import choose_backend
 
 log = logging.getLogger(__name__)
@@ -59,7 +61,7 @@ class Word:
     text: str
     start_s: float
     end_s: float
-    confidence: float
+    confidence: float | None  # None: the backend has no calibrated confidence here
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,9 @@ class RecognizerFactory(Protocol):
 
     def create(self, mode: Mode, vocabulary: tuple[str, ...] = ()) -> Recognizer: ...
 
+    def knows(self, word: str) -> bool:
+        """Is the word in the recogniser's lexicon (can a grammar use it)?"""
+
 
 def _norm(phrase: str) -> str:
     return " ".join(phrase.lower().split())
@@ -110,11 +115,17 @@ def filter_vocabulary(vocabulary: tuple[str, ...], known: Any, backend: str) -> 
     return kept
 
 
-def _transcript(words: list[Word]) -> Transcript:
+def _no_grammar(backend: str, vocabulary: tuple[str, ...]) -> ModelError:
+    # Free recognition would hear anything as anything: never a fallback for an answer.
+    shown = ", ".join(list(dict.fromkeys(vocabulary))[:6])
+    return ModelError(f"{backend}: the speech model knows none of the answer words ({shown}); "
+                      "install a model for the protocol's language (companion doctor)")  # fmt: skip
+
+
+def _transcript(words: list[Word], conf: float | None) -> Transcript:
     words = [w for w in words if w.text != UNKNOWN]
     if not words:
         return Transcript("", (), None)
-    conf = sum(w.confidence for w in words) / len(words)
     return Transcript(" ".join(w.text for w in words), tuple(words), conf)
 
 
@@ -149,7 +160,10 @@ class VoskRecognizer:
 
     def final(self) -> Transcript:
         self._collect(self._rec.FinalResult())
-        return _transcript(self._words)
+        # vosk's own word posteriors (a grammar's words; a story's too): their mean.
+        words = [w for w in self._words if w.text != UNKNOWN]
+        conf = sum(w.confidence or 0.0 for w in words) / len(words) if words else None
+        return _transcript(words, conf)
 
 
 class VoskFactory:
@@ -176,12 +190,10 @@ class VoskFactory:
             phrases = filter_vocabulary(vocabulary, self.knows, self.name)
             if self.knows(UNKNOWN):
                 phrases.append(UNKNOWN)
-            if not phrases:
-                log.warning("vosk: empty grammar, falling back to free recognition")
-                rec = self._vosk.KaldiRecognizer(self.model, SAMPLE_RATE)
-            else:
-                grammar = json.dumps(phrases, ensure_ascii=False)
-                rec = self._vosk.KaldiRecognizer(self.model, SAMPLE_RATE, grammar)
+            if len(phrases) == (UNKNOWN in phrases):
+                raise _no_grammar(self.name, vocabulary)
+            grammar = json.dumps(phrases, ensure_ascii=False)
+            rec = self._vosk.KaldiRecognizer(self.model, SAMPLE_RATE, grammar)
         else:
             rec = self._vosk.KaldiRecognizer(self.model, SAMPLE_RATE)
         rec.SetWords(True)
@@ -206,8 +218,11 @@ def build_jsgf(phrases: list[str], garbage: list[str]) -> str:
 class PocketsphinxRecognizer:
     """One utterance on the factory's shared decoder (one live turn at a time)."""
 
-    def __init__(self, decoder: Any, garbage: frozenset[str], frame_s: float) -> None:
+    def __init__(self, decoder: Any, garbage: frozenset[str], frame_s: float,
+                 grammar: bool) -> None:  # fmt: skip
         self._dec = decoder
+        self.grammar = grammar
+        self.features: confidence.Features | None = None  # of the last answer, for calibration
         self._garbage = garbage
         self._frame_s = frame_s
         self._last = ""
@@ -242,18 +257,33 @@ class PocketsphinxRecognizer:
             return Transcript("", (), None)
         logmath = self._dec.get_logmath()
         words: list[Word] = []
+        silence = 0
+        acoustic = 0.0
         for seg in self._dec.seg():
             if seg.word.startswith(("<", "[", "+")) or seg.word == "(NULL)":
+                silence += max(0, seg.end_frame - seg.start_frame + 1) * seg.word.startswith("<")
                 continue
-            words.append(
-                Word(
-                    self._clean(seg.word),
-                    seg.start_frame * self._frame_s,
-                    (seg.end_frame + 1) * self._frame_s,
-                    min(1.0, float(logmath.exp(seg.prob))),
-                )
-            )
-        return _transcript(words)
+            acoustic += float(logmath.log(max(float(seg.ascore), 1e-300)))
+            words.append(Word(self._clean(seg.word), seg.start_frame * self._frame_s,
+                              (seg.end_frame + 1) * self._frame_s, None))  # fmt: skip
+        answer = [w for w in words if w.text != UNKNOWN]
+        if not self.grammar or not answer:
+            # Free recognition has no calibrated confidence (NULL), garbage no answer.
+            return _transcript([Word(w.text, w.start_s, w.end_s, None) for w in answer], None)
+        text = " ".join(w.text for w in answer)
+        paths = itertools.islice(self._dec.nbest() or (), 20)
+        nbest = [self._answer(h.hypstr) for h in paths if h is not None]
+        feats = confidence.features(
+            silence, max(1, int(self._dec.n_frames())),
+            [round((w.end_s - w.start_s) / self._frame_s) for w in answer],
+            sum(t == text for t in nbest), len(nbest), acoustic,
+        )  # fmt: skip
+        self.features = feats
+        conf = confidence.probability(feats)
+        return _transcript([Word(w.text, w.start_s, w.end_s, conf) for w in answer], conf)
+
+    def _answer(self, hypstr: str) -> str:
+        return " ".join(w for w in (self._clean(t) for t in hypstr.split()) if w != UNKNOWN)
 
 
 class PocketsphinxFactory:
@@ -274,12 +304,35 @@ class PocketsphinxFactory:
             bestpath=False,
         )
         self._frame_s = 1.0 / float(self._dec.config["frate"])
+        self._prior_cmn = str(self._dec.get_cmn(False))  # what a fresh decoder starts from
         self._n = 0
         self._grammar: str | None = None
         self._current: PocketsphinxRecognizer | None = None
 
     def knows(self, word: str) -> bool:
         return self._dec.lookup_word(word) is not None
+
+    # Channel normalisation (the cepstral mean) adapts to the room and microphone over a
+    # session; a fresh decoder starts from a generic prior and mishears its first answers.
+    # The channel saves it per device at the end of a session and restores it at the start.
+    @property
+    def adaptation(self) -> str:
+        return str(self._dec.get_cmn(False))
+
+    def adapt(self, state: str) -> bool:
+        """Start from a saved channel normalisation; False (and unchanged) if it is unusable."""
+        try:
+            values = [float(v) for v in state.split(",")]
+        except ValueError:
+            return False
+        if len(values) != len(self._prior_cmn.split(",")) or not 0.0 < values[0] < 200.0:
+            return False
+        self._dec.set_cmn(",".join(f"{v:g}" for v in values))
+        return True
+
+    def reset_adaptation(self) -> None:
+        """Back to the state a fresh process starts in (the benchmark's cold state)."""
+        self._dec.set_cmn(self._prior_cmn)
 
     def create(self, mode: Mode, vocabulary: tuple[str, ...] = ()) -> PocketsphinxRecognizer:
         if self._current is not None and self._current.open:
@@ -298,11 +351,12 @@ class PocketsphinxFactory:
                 self._dec.activate_search(name)
                 self._drop_old_grammar(name)
             else:
-                log.warning("pocketsphinx: empty grammar, falling back to free recognition")
-                self._dec.activate_search("_default")
+                raise _no_grammar(self.name, vocabulary)
         else:
             self._dec.activate_search("_default")
-        self._current = PocketsphinxRecognizer(self._dec, frozenset(garbage), self._frame_s)
+        self._current = PocketsphinxRecognizer(
+            self._dec, frozenset(garbage), self._frame_s, mode == "grammar"
+        )
         return self._current
 
     def _drop_old_grammar(self, new: str) -> None:

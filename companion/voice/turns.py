@@ -21,6 +21,9 @@ class TurnConfig:
 
     frame_ms: int = _VOICE.frame_ms  # 10, 20 or 30 (webrtcvad's frame sizes)
     end_silence_s: float = _VOICE.end_silence_s  # trailing silence that ends a turn
+    # Trailing silence that ends a turn once the grammar hypothesis is a complete answer
+    # ("four", not "strongly"): a one-word answer need not wait out the story pause.
+    answer_end_silence_s: float = 0.3
     no_speech_timeout_s: float = _VOICE.no_speech_timeout_s  # give up if nobody starts talking
     max_turn_s: float = 120.0  # cap on one turn, measured from speech start
     onset_window_ms: int = 300  # look-back window for speech onset
@@ -68,6 +71,7 @@ class TurnDetector:
         self.started_at: float | None = None
         self._last_voiced_end = 0.0
         self.done = False
+        self.answer_complete = False  # set by the listener when the hypothesis is an answer
 
     @property
     def now_s(self) -> float:
@@ -100,7 +104,28 @@ class TurnDetector:
         if now - self.started_at >= c.max_turn_s:
             self.done = True
             return TurnEnded(self.started_at, now, "max_length")
-        if now - self._last_voiced_end >= c.end_silence_s:
+        silence = (
+            min(c.end_silence_s, c.answer_end_silence_s)
+            if self.answer_complete
+            else (c.end_silence_s)
+        )
+        if now - self._last_voiced_end >= silence:
             self.done = True
             return TurnEnded(self.started_at, self._last_voiced_end, "silence")
         return None
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def is_complete_answer(hypothesis: str, vocabulary: tuple[str, ...]) -> bool:
+    """Is the running hypothesis a whole answer phrase that no longer phrase continues?
+
+    "agree" is complete; "strongly" (of "strongly agree") and "not" (of "not at all") are not.
+    """
+    text = _norm(hypothesis)
+    if not text:
+        return False
+    phrases = {_norm(p) for p in vocabulary}
+    return text in phrases and not any(p.startswith(text + " ") for p in phrases)

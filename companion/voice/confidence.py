@@ -1,0 +1,56 @@
+"""How sure is the recogniser of an answer? A calibrated probability that it heard right.
+
+pocketsphinx's own segment posterior needs its lattice pass, which is too slow at the end
+of a story, and without it every word scores 1.0. So an answer's confidence is a logistic
+model over what the first pass already has (pure, no audio here):
+- `silence_share`: the share of the turn the best path spends in silence. Noise or other
+  speech forced onto an answer word leaves little silence.
+- `duration_fit`: -|log(frames per answer word / typical)|: a word stretched over a long
+  stretch of noise, or squeezed into a click, is suspect.
+- `nbest_agreement`: the share of the 20-best paths that are the same answer.
+- `acoustic_per_frame`: the answer words' acoustic score per frame (higher = better match).
+The weights are fitted on the spoken-answer corpus (tests/bench/bench_answers.py
+--calibrate: even clips; the benchmark reports ROC AUC on the odd ones), so the value is the
+corpus's probability that the answer was heard right. vosk gives its own word posteriors
+(the mean over the answer's words is used).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import astuple, dataclass
+
+TYPICAL_WORD_FRAMES = 35.0  # ~0.35 s per answer word at 100 frames/s
+
+
+@dataclass(frozen=True)
+class Features:
+    silence_share: float
+    duration_fit: float
+    nbest_agreement: float
+    acoustic_per_frame: float
+
+
+# Fitted by tests/bench/bench_answers.py --calibrate (intercept, then one per feature).
+INTERCEPT = -2.4741
+WEIGHTS = (2.6132, 0.4318, 3.1113, 0.0389)
+
+
+def features(silence_frames: int, total_frames: int, word_frames: list[int],
+             nbest_same: int, nbest_total: int, acoustic: float) -> Features:  # fmt: skip
+    """From the decoder's best path: frames in silence and in each answer word, how many of
+    the n-best paths give the same answer, and the answer words' total acoustic score."""
+    frames = max(1, sum(word_frames))
+    per_word = frames / max(1, len(word_frames))
+    return Features(
+        silence_share=silence_frames / max(1, total_frames),
+        duration_fit=-abs(math.log(per_word / TYPICAL_WORD_FRAMES)),
+        nbest_agreement=nbest_same / max(1, nbest_total),
+        acoustic_per_frame=acoustic / frames,
+    )
+
+
+def probability(f: Features, weights: tuple[float, ...] = WEIGHTS,
+                intercept: float = INTERCEPT) -> float:  # fmt: skip
+    z = intercept + sum(w * x for w, x in zip(weights, astuple(f), strict=True))
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))

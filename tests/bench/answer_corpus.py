@@ -1,0 +1,255 @@
+"""A spoken-answer corpus the project makes itself: espeak-ng answers in clean and noisy rooms.
+
+    .venv/bin/python tests/bench/answer_corpus.py [--dir DIR]    # build (cached) and summarise
+
+Every answer phrase of the default protocol's rating items (numbers, anchor words), plus
+skip, repeat, yes/no (the read-back) and unclear replies, spoken by 8 espeak-ng voices at 3
+rates, in three rooms: clean (a near-silent microphone floor, 50 dB down), 20 dB and 10 dB
+speech-to-noise with noise made here: babble (six overlapped espeak-ng talkers), fan
+(low-passed noise with mains hum) and TV (one talker, band-limited, with a music-like chord).
+Deterministic: the same clips, byte for byte, from the same espeak-ng. Clips are cached under
+$XDG_CACHE_HOME/companion-bench (never in the repository), keyed by a hash of the recipe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from companion.engine.protocol import Item, load_protocol  # noqa: E402
+from companion.engine.session import SPOKEN_YES_NO, parse_item  # noqa: E402
+from companion.voice.audio import read_wav, write_wav  # noqa: E402
+from tests.helpers.speech import RATE, speech_pcm  # noqa: E402
+
+VOICES = (
+    "en-us",
+    "en-gb",
+    "en-us+f3",
+    "en-gb+m3",
+    "en-gb-scotland",
+    "en-029+f2",
+    "en-us-nyc+m2",
+    "en-gb-x-rp+f4",
+)
+RATES = (130, 160, 195)
+ROOMS = (("clean", None, None), ("20dB", 20.0, None), ("10dB", 10.0, None))
+NOISES = ("babble", "fan", "tv")
+COMMANDS = ("skip", "repeat that", "pass")
+UNCLEAR = ("not sure", "hmm let me think", "i don't know")
+VARIANTS = 3  # (voice, rate, noise) combinations per phrase and room
+RECIPE_VERSION = 3  # bump when anything below changes the audio
+BABBLE = (
+    "The weather was lovely so we walked down to the harbour after lunch.",
+    "Could you pass me the newspaper from the kitchen table please.",
+    "My brother says the match was cancelled because of the rain.",
+    "I think the bus leaves at twenty past so we should hurry.",
+    "She told me the recipe needs more butter than you would expect.",
+    "We are going to visit my aunt in the country next weekend.",
+)
+TV = (
+    "Good evening and welcome to the programme. Tonight we travel to the mountains, where a "
+    "family of farmers has kept goats for six generations, and the winter is coming early."
+)
+
+
+@dataclass(frozen=True)
+class Clip:
+    id: str
+    group: str  # item whose grammar the clip is decoded with (mood.valence, ..., confirm)
+    phrase: str
+    expected: str  # what the text parser makes of the phrase: "value:4", "skip", "unclear"
+    voice: str
+    rate: int
+    room: str  # clean / 20dB / 10dB
+    noise: str  # babble / fan / tv / floor
+    path: str
+
+
+def groups() -> dict[str, Item]:
+    """One item per distinct answer grammar of the default protocol, plus the read-back."""
+    out: dict[str, Item] = {}
+    seen: set[tuple[object, ...]] = set()
+    for inst in load_protocol(None).instruments:
+        for item in inst.items:
+            key = (item.type, item.min, item.max, tuple(sorted((item.anchors or {}).items())))
+            if item.type in ("likert", "yesno") and key not in seen:
+                seen.add(key)
+                out[f"{inst.id}.{item.id}"] = item
+    out["confirm"] = Item("confirm", "yesno", "Is that right?")
+    return out
+
+
+def phrases(item: Item) -> list[str]:
+    from companion.engine import answers
+
+    if item.type == "likert":
+        nums = [answers.NUMBER_NAMES[n] for n in range(item.min, item.max + 1)]
+        return [*nums, *(item.anchors or {}).values(), *COMMANDS, *UNCLEAR]
+    return [*SPOKEN_YES_NO, *UNCLEAR[:1]]
+
+
+def expected(item: Item, phrase: str) -> str:
+    a = parse_item(item, phrase)
+    return f"value:{a.value}" if a.kind == "value" else a.kind
+
+
+def _power(x: np.ndarray) -> float:
+    loud = x[np.abs(x) > 100]
+    return float(np.mean(loud**2)) if loud.size else 1.0
+
+
+def _f(pcm: bytes) -> np.ndarray:
+    return np.frombuffer(pcm, dtype=np.int16).astype(np.float64)
+
+
+def noise_bed(kind: str, seconds: float) -> np.ndarray:
+    """A long, deterministic noise recording, normalised to unit power."""
+    n = int(seconds * RATE)
+    rng = np.random.default_rng(["babble", "fan", "tv"].index(kind) + 17)
+    if kind == "babble":
+        x = np.zeros(n)
+        for i, s in enumerate(BABBLE):
+            talk = _f(speech_pcm(s, VOICES[i % len(VOICES)], 150 + 7 * i))
+            talk = np.tile(talk, n // talk.size + 1)
+            x += np.roll(talk, int(rng.integers(0, talk.size)))[:n] / np.sqrt(_power(talk))
+    elif kind == "fan":
+        white = rng.normal(0, 1, n)
+        x = np.zeros(n)
+        acc = 0.0
+        for i in range(n):  # one-pole low-pass: a fan's rumble, not a hiss
+            acc = 0.97 * acc + 0.03 * white[i]
+            x[i] = acc
+        t = np.arange(n) / RATE
+        x = x / x.std() + 0.3 * np.sin(2 * np.pi * 100 * t) + 0.15 * np.sin(2 * np.pi * 200 * t)
+    else:
+        talk = _f(speech_pcm(TV, "en-gb+m3", 175))
+        talk = np.tile(talk, n // talk.size + 1)[:n] / np.sqrt(_power(talk))
+        spec = np.fft.rfft(talk)
+        f = np.fft.rfftfreq(n, 1 / RATE)
+        spec[(f < 200) | (f > 5000)] = 0  # a small television loudspeaker
+        t = np.arange(n) / RATE
+        chord = sum(np.sin(2 * np.pi * hz * t) for hz in (220.0, 277.2, 329.6))
+        x = np.fft.irfft(spec, n) + 0.25 * chord * (0.5 + 0.5 * np.sin(2 * np.pi * 0.3 * t))
+    return x / np.sqrt(np.mean(x**2))
+
+
+def mix(
+    speech: bytes,
+    bed: np.ndarray | None,
+    snr_db: float | None,
+    seed: int,
+    lead_s: float = 0.5,
+    tail_s: float = 1.5,
+) -> bytes:
+    """Speech with lead/tail room sound; SNR over the voiced speech samples."""
+    voice = _f(speech)
+    x = np.concatenate([np.zeros(int(lead_s * RATE)), voice, np.zeros(int(tail_s * RATE))])
+    rng = np.random.default_rng(seed)
+    p = _power(voice)
+    floor = rng.normal(0, np.sqrt(p / 10**5), x.size)  # the microphone's own hiss, 50 dB down
+    if bed is not None and snr_db is not None:
+        start = int(rng.integers(0, bed.size - x.size))
+        floor = floor + bed[start : start + x.size] * np.sqrt(p / 10 ** (snr_db / 10))
+    return np.clip(x + floor, -32768, 32767).astype(np.int16).tobytes()
+
+
+def recipe() -> list[dict[str, object]]:
+    rows = []
+    k = 0
+    for group, item in groups().items():
+        for phrase in phrases(item):
+            for room, snr, _ in ROOMS:
+                for _ in range(VARIANTS):
+                    # every voice x rate pairing every 24 clips; noises rotate independently
+                    voice = VOICES[k % len(VOICES)]
+                    rate = RATES[(k // len(VOICES)) % len(RATES)]
+                    noise = "floor" if snr is None else NOISES[(k + k // 24) % len(NOISES)]
+                    rows.append(
+                        {
+                            "group": group,
+                            "phrase": phrase,
+                            "voice": voice,
+                            "rate": rate,
+                            "room": room,
+                            "snr": snr,
+                            "noise": noise,
+                            "expected": expected(item, phrase),
+                        }
+                    )
+                    k += 1
+    return rows
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "companion-bench"
+
+
+def build(directory: Path | None = None) -> list[Clip]:
+    """Make (or reuse) the corpus; returns its clips in a fixed order."""
+    rows = recipe()
+    key = hashlib.sha256(json.dumps([RECIPE_VERSION, rows]).encode()).hexdigest()[:12]
+    out = (directory or cache_root()) / f"answers-{key}"
+    index = out / "index.json"
+    if index.exists():
+        return [Clip(**c) for c in json.loads(index.read_text())]
+    out.mkdir(parents=True, exist_ok=True)
+    beds = {kind: noise_bed(kind, 30.0) for kind in NOISES}
+    clips = []
+    for i, r in enumerate(rows):
+        pcm = mix(
+            speech_pcm(str(r["phrase"]), str(r["voice"]), int(r["rate"])),  # type: ignore[call-overload]
+            beds.get(str(r["noise"])),
+            r["snr"],
+            seed=i,
+        )  # type: ignore[arg-type]
+        path = out / f"{i:04d}.wav"
+        write_wav(path, pcm)
+        clips.append(
+            Clip(
+                f"{i:04d}",
+                str(r["group"]),
+                str(r["phrase"]),
+                str(r["expected"]),
+                str(r["voice"]),
+                int(r["rate"]),
+                str(r["room"]),
+                str(r["noise"]),  # type: ignore[call-overload]
+                str(path),
+            )
+        )
+    index.write_text(json.dumps([asdict(c) for c in clips], indent=0))
+    return clips
+
+
+def load_pcm(clip: Clip) -> bytes:
+    return read_wav(clip.path)[0]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", type=Path, default=None)
+    args = ap.parse_args()
+    clips = build(args.dir)
+    print(f"{len(clips)} clips in {Path(clips[0].path).parent}")
+    for name, counter in (
+        ("group", Counter(c.group for c in clips)),
+        ("room", Counter(f"{c.room}/{c.noise}" for c in clips)),
+        ("voice", Counter(c.voice for c in clips)),
+        ("rate", Counter(c.rate for c in clips)),
+    ):
+        print(f"{name}: " + ", ".join(f"{k} {v}" for k, v in sorted(counter.items())))
+
+
+if __name__ == "__main__":
+    main()

