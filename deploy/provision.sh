@@ -9,6 +9,7 @@
 # Idempotent: run it again to repair a device; data in the home is never touched.
 # The only network use is apt, pip and (if given as a URL) the ASR model download.
 set -euo pipefail
+bash "$(dirname "$0")/check-platform.sh"  # refuses 32-bit OS / unsupported Python (exit 2)
 
 here="$(cd "$(dirname "$0")" && pwd)"
 source_dir="$(dirname "$here")"
