@@ -34,9 +34,11 @@ def check(tmp_path: Path, model: str | None = "Raspberry Pi 4 Model B Rev 1.5",
                           env=env, timeout=60)  # fmt: skip
 
 
-@pytest.mark.parametrize("model", ["Raspberry Pi 3 Model B Plus Rev 1.3",
-                                   "Raspberry Pi 4 Model B Rev 1.5", "Raspberry Pi 5 Model B Rev 1.0",
-                                   "Raspberry Pi Zero 2 W Rev 1.0", None])  # fmt: skip
+PI_64 = ["Raspberry Pi 3 Model B Plus Rev 1.3", "Raspberry Pi 4 Model B Rev 1.5",
+         "Raspberry Pi 5 Model B Rev 1.0", "Raspberry Pi Zero 2 W Rev 1.0"]  # fmt: skip
+
+
+@pytest.mark.parametrize("model", [*PI_64, None])
 def test_64_bit_pi_os_bookworm_is_supported(tmp_path, model):
     done = check(tmp_path, model=model)
     assert done.returncode == 0, done.stderr
@@ -52,10 +54,16 @@ def test_amd64_debian_is_supported_for_development_and_rehearsal(tmp_path):
 @pytest.mark.parametrize(
     ("facts", "model", "says"),
     [
-        ({"MACHINE": "armv7l", "DPKG_ARCH": "armhf"}, "Raspberry Pi 4 Model B Rev 1.5",
-         "32-bit ARM (armv7l)"),
-        ({"MACHINE": "armv6l", "DPKG_ARCH": "armhf"}, "Raspberry Pi Zero W Rev 1.1",
-         "32-bit ARM (armv6l)"),
+        (
+            {"MACHINE": "armv7l", "DPKG_ARCH": "armhf"},
+            "Raspberry Pi 4 Model B Rev 1.5",
+            "32-bit ARM (armv7l)",
+        ),
+        (
+            {"MACHINE": "armv6l", "DPKG_ARCH": "armhf"},
+            "Raspberry Pi Zero W Rev 1.1",
+            "32-bit ARM (armv6l)",
+        ),
         # 32-bit Raspberry Pi OS on a Pi 4 boots a 64-bit kernel: uname says aarch64.
         ({"DPKG_ARCH": "armhf"}, "Raspberry Pi 4 Model B Rev 1.5", "32-bit userland (armhf"),
         ({"PYTHON": "3.9"}, "Raspberry Pi 4 Model B Rev 1.5", "Python 3.9;"),
@@ -79,8 +87,8 @@ def test_without_python3_only_bookworm_is_accepted(tmp_path):
 
 
 def test_provision_refuses_a_32_bit_os_before_touching_anything(tmp_path):
-    done = check(tmp_path, script=REPO / "deploy" / "provision.sh",
-                 args=("--participant", "P001", "--timezone", "UTC"), DPKG_ARCH="armhf")  # fmt: skip
+    args = ("--participant", "P001", "--timezone", "UTC")
+    done = check(tmp_path, script=REPO / "deploy" / "provision.sh", args=args, DPKG_ARCH="armhf")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "companion: unsupported platform: 32-bit userland (armhf packages on a aarch64 kernel); "
@@ -92,9 +100,10 @@ def test_provision_refuses_a_32_bit_os_before_touching_anything(tmp_path):
 def test_supported_python_is_what_the_wheel_check_uses():
     done = subprocess.run(["bash", str(CHECK), "--python"], capture_output=True, text=True)
     assert done.stdout.strip() == "3.11"
-    assert '--python-version "$(bash deploy/check-platform.sh --python)"' in (
-        REPO / "deploy" / "arm64" / "smoke.sh"
-    ).read_text()
+    assert (
+        '--python-version "$(bash deploy/check-platform.sh --python)"'
+        in (REPO / "deploy" / "arm64" / "smoke.sh").read_text()
+    )
 
 
 def _parity_file(path: Path, emb: np.ndarray, emo: np.ndarray, choices: list[str],
