@@ -149,7 +149,7 @@ def encoder() -> None:
     from companion.model.encode import Encoder
 
     enc = Encoder.load()
-    words = "I felt nervous before my sister's wedding but the day went well".split()
+    words = ["I", "felt", "nervous", "before", "my", "sister's", "wedding", "and", "it", "went"]
     mhz = float(next((ln.split(":")[1] for ln in Path("/proc/cpuinfo").read_text().splitlines()
                       if ln.startswith("cpu MHz")), "0") or 0)  # fmt: skip
     print("\n## encoder compute per call (one thread)")
@@ -218,14 +218,16 @@ def storage(sessions: int) -> None:
             io1 = io_counters()
             wal = db_path.with_name(db_path.name + "-wal")
             wal_kib = wal.stat().st_size / 1024 if wal.exists() else 0.0
-            print(f"session {i + 1}: WAL {wal_kib:.0f} KiB before checkpoint, database +{(size() - before) / 1024:.1f} KiB; written "
-                  f"wchar {(io1['wchar'] - io0['wchar']) / 1024:.0f} KiB, write_bytes "
+            grew = (size() - before) / 1024
+            print(f"session {i + 1}: WAL {wal_kib:.0f} KiB before checkpoint, database "
+                  f"+{grew:.1f} KiB; written wchar {(io1['wchar'] - io0['wchar']) / 1024:.0f} KiB, "
+                  "write_bytes "
                   f"{(io1['write_bytes'] - io0['write_bytes']) / 1024:.0f} KiB")  # fmt: skip
         io0 = io_counters()
         target = backup_now(opened.db, opened.home, keep=7)
-        io1 = io_counters()
-        print(f"one daily backup: {target.stat().st_size / 1024:.0f} KiB file, written "
-              f"write_bytes {(io1['write_bytes'] - io0['write_bytes']) / 1024:.0f} KiB")  # fmt: skip
+        written = (io_counters()["write_bytes"] - io0["write_bytes"]) / 1024
+        print(f"one daily backup: {target.stat().st_size / 1024:.0f} KiB file, "
+              f"write_bytes {written:.0f} KiB")  # fmt: skip
     mb = WAV_BYTES_PER_S * SPEECH_S / 1e6
     print(f"\n## audio (keep_audio = true; off by default)\n{SPEECH_S} s of participant speech "
           f"per session (assumed) x {WAV_BYTES_PER_S} B/s = {mb:.1f} MB per session")  # fmt: skip
