@@ -37,8 +37,10 @@ fi
 [ "$(id -u)" -eq 0 ] || { echo "smoke.sh: run as root (debootstrap, chroot, mounts)" >&2; exit 2; }
 
 t0=$(date +%s)
+passed=0
 step() { echo "== arm64 smoke [$(( $(date +%s) - t0 )) s] $*"; }
-fail() { echo "arm64 smoke: FAIL: $*" >&2; exit 1; }
+ok() { passed=$((passed + 1)); echo "ok: $*"; }
+fail() { echo "arm64 smoke: FAIL: $*" >&2; echo "smoke: $passed passed, 1 failed"; exit 1; }
 
 work="$(mktemp -d /var/tmp/companion-arm64-smoke.XXXXXX)"
 m="$work/root"
@@ -66,7 +68,9 @@ host_jobs+=($!)
 
 step "wheelhouse (aarch64, Python $(bash deploy/check-platform.sh --python))"
 bash deploy/arm64/wheels.sh "$work/wheels" --python "$host_py" \
-  --python-version "$(bash deploy/check-platform.sh --python)"
+  --python-version "$(bash deploy/check-platform.sh --python)" \
+  || fail "a runtime dependency has no aarch64 wheel (above)"
+ok "every runtime dependency has an aarch64 wheel"
 
 mkdir -p "$m" "$work/upper" "$work/ovl"
 if ! mount -t overlay overlay -o "lowerdir=$root,upperdir=$work/upper,workdir=$work/ovl" "$m" 2>/dev/null; then
@@ -86,25 +90,30 @@ in_root() {
 arch="$(in_root python3 -c 'import platform; print(platform.machine())')"
 [ "$arch" = aarch64 ] || fail "the root runs as $arch, not aarch64"
 in_root bash /dev/stdin < deploy/check-platform.sh || fail "check-platform.sh refuses the arm64 root"
+ok "arm64 root runs as $arch and check-platform.sh accepts it"
 
 step "install (offline, from the wheelhouse)"
 in_root python3 -m venv /opt/companion/.venv
 in_root /opt/companion/.venv/bin/pip install -q --no-index --find-links /wheels companion
 in_root companion --version
+ok "installed offline from the wheelhouse"
 
 step "companion demo"
 in_root companion demo --home /tmp/demo | tee "$work/demo.log"
 grep -q "10 of 10 stored values are what the participant meant, 0 missing, 0 wrong" "$work/demo.log" \
   || fail "companion demo did not store 10 of 10 right"
+ok "companion demo"
 
 step "companion demo --voice"
 in_root companion demo --voice --home /tmp/voice | tee "$work/voice.log"
 grep -q ", 0 wrong" "$work/voice.log" || fail "companion demo --voice stored a wrong value"
+ok "companion demo --voice"
 
 step "companion doctor"
 # A chroot has no sound card and no systemd: those two are what a real Pi adds.
 in_root companion doctor --home /tmp/voice --skip audio --skip service | tee "$work/doctor.log" \
   || fail "companion doctor found a problem"
+ok "companion doctor"
 
 step "parity: encode $n texts on arm64 (one process)"
 in_root python /opt/parity.py encode --csv /tmp/dev.csv --n "$n" --out /tmp/arm64.npz
@@ -116,6 +125,7 @@ host_jobs=()
 step "parity: x86 vs arm64"
 "$host_py" deploy/arm64/parity.py compare "$work/x86.npz" "$work/arm64.npz" \
   || fail "model parity below threshold"
+ok "model parity"
 
 step "parity: voice demo stores the same values"
 values() {  # the stored answers, one line each
@@ -130,6 +140,7 @@ values "$work/x86-voice/companion.db" > "$work/x86-values.txt"
 values "$m/tmp/voice/companion.db" > "$work/arm64-values.txt"
 [ -s "$work/x86-values.txt" ] || fail "the x86 voice demo stored nothing"
 diff "$work/x86-values.txt" "$work/arm64-values.txt" || fail "voice demo values differ (above)"
-echo "voice demo: the same $(wc -l < "$work/x86-values.txt") stored values on x86 and arm64"
+ok "voice demo: the same $(wc -l < "$work/x86-values.txt") stored values on x86 and arm64"
 
-step "passed"
+step "done"
+echo "smoke: $passed passed, 0 failed"
