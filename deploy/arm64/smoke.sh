@@ -3,11 +3,15 @@
 # Raspberry Pi OS) under qemu-user emulation, compared with this x86 machine on the same inputs.
 #
 #   bash deploy/arm64/smoke.sh [--dev-csv situations_dev.csv] [--n 300] [--cache DIR]
+#                              [--cpu cortex-a72|cortex-a53|cortex-a76]
 #
+# The emulated CPU is a Pi's: cortex-a72 (Pi 4; the same ARMv8.0 instruction set as the Pi 3's
+# and Zero 2 W's A53, so onnxruntime picks the same kernels), cortex-a76 (Pi 5: dot product).
 # 1. an arm64 root (deploy/arm64/root.sh, cached under --cache by package list), mounted as a
 #    fresh overlay every run so the cache stays clean;
 # 2. a wheelhouse built on the host (deploy/arm64/wheels.sh: every runtime dependency must have
-#    an aarch64 wheel) installed offline into /opt/companion/.venv in the root: no network there;
+#    an aarch64 wheel) installed offline into /opt/companion/.venv in the root, which runs in
+#    a network namespace of its own (no network at all);
 # 3. in the root: `companion demo`, `companion demo --voice`, `companion doctor`;
 # 4. parity with x86: emotion top-1 agreement >= 99.5 % and embedding cosine >= 0.999 on --n dev
 #    texts (one process each side), the same story choices from the shipped bank encodings, and
@@ -18,11 +22,13 @@ cd "$(dirname "$0")/../.."
 repo="$(pwd)"
 
 cache=/var/cache/companion-arm64 dev_csv="" n=300 host_py="$repo/.venv/bin/python"
+cpu=cortex-a72
 while [ $# -gt 0 ]; do
   case "$1" in
     --dev-csv) dev_csv="$2"; shift 2 ;;
     --n) n="$2"; shift 2 ;;
     --cache) cache="$2"; shift 2 ;;
+    --cpu) cpu="$2"; shift 2 ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "smoke.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -81,20 +87,36 @@ mount -t sysfs sysfs "$m/sys"
 mount --rbind /dev "$m/dev" && mount --make-rslave "$m/dev"
 mount -t tmpfs -o mode=1777 tmpfs "$m/tmp"
 mkdir -p "$m/wheels" && mount --bind -o ro "$work/wheels" "$m/wheels"
+# qemu-user shows the host's x86 /proc/cpuinfo, which onnxruntime's CPU detection cannot parse
+# (it segfaults on import): show what a Pi's kernel shows for the emulated core instead.
+case "$cpu" in
+  cortex-a53) part=0xd03 features="fp asimd evtstrm crc32 cpuid" ;;
+  cortex-a72) part=0xd08 features="fp asimd evtstrm crc32 cpuid" ;;
+  cortex-a76) part=0xd0b features="fp asimd evtstrm crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp" ;;
+  *) fail "--cpu $cpu: use cortex-a53, cortex-a72 or cortex-a76" ;;
+esac
+for i in $(seq 0 $(( $(nproc) - 1 ))); do
+  printf 'processor\t: %s\nBogoMIPS\t: 108.00\nFeatures\t: %s\nCPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x0\nCPU part\t: %s\nCPU revision\t: 3\n\n' \
+    "$i" "$features" "$part"
+done > "$work/cpuinfo"
+mount --bind -o ro "$work/cpuinfo" "$m/proc/cpuinfo"
 cp deploy/arm64/parity.py "$m/opt/parity.py"
 cp "$dev_csv" "$m/tmp/dev.csv"  # evaluation data: lives only in this run's tmpfs
-in_root() {
-  chroot "$m" /usr/bin/env -i PATH=/opt/companion/.venv/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root LANG=C.UTF-8 TZ=UTC "$@"
+in_root() {  # in its own network namespace: no route anywhere, nothing of the host's listening
+  unshare --net chroot "$m" /usr/bin/env -i PATH=/opt/companion/.venv/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    HOME=/root LANG=C.UTF-8 TZ=UTC QEMU_CPU="$cpu" "$@"
 }
 arch="$(in_root python3 -c 'import platform; print(platform.machine())')"
 [ "$arch" = aarch64 ] || fail "the root runs as $arch, not aarch64"
 in_root bash /dev/stdin < deploy/check-platform.sh || fail "check-platform.sh refuses the arm64 root"
-ok "arm64 root runs as $arch and check-platform.sh accepts it"
+ok "arm64 root runs as $arch ($cpu) and check-platform.sh accepts it"
 
 step "install (offline, from the wheelhouse)"
-in_root python3 -m venv /opt/companion/.venv
-in_root /opt/companion/.venv/bin/pip install -q --no-index --find-links /wheels companion
+# pip runs from its wheel and skips byte-compiling: both only save emulated minutes.
+in_root python3 -m venv --without-pip /opt/companion/.venv
+pip_whl="$(cd "$work/wheels" && ls pip-*.whl | head -1)"
+in_root /opt/companion/.venv/bin/python "/wheels/$pip_whl/pip" install -q --no-compile --no-index \
+  --find-links /wheels companion
 in_root companion --version
 ok "installed offline from the wheelhouse"
 

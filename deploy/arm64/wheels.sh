@@ -7,7 +7,8 @@
 #   bash deploy/arm64/wheels.sh OUTDIR [--python-version 3.11] [--python PYTHON]
 #
 # Exit 1 with one line naming what has no aarch64 wheel. OUTDIR then holds the companion's wheel
-# and everything `pip install --no-index --find-links OUTDIR companion` needs on the device.
+# and everything `pip install --no-index --find-links OUTDIR companion` needs on the device
+# (pip included, so a venv made --without-pip can install from it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -44,7 +45,7 @@ plats=()
 for v in $(seq 36 -1 17); do plats+=(--platform "manylinux_2_${v}_aarch64"); done
 plats+=(--platform manylinux2014_aarch64)
 if ! "$py" -m pip download -q --only-binary=:all: "${plats[@]}" --python-version "$pyver" \
-    --implementation cp --abi "$abi" --find-links "$out" -d "$out" "${deps[@]}" \
+    --implementation cp --abi "$abi" --find-links "$out" -d "$out" "${deps[@]}" pip \
     > "$out/.download.log" 2>&1; then
   missing="$(grep -o 'No matching distribution found for [^ ]*' "$out/.download.log" | head -1)"
   echo "wheels.sh: no aarch64 wheel for Python $pyver: ${missing:-see $out/.download.log}" >&2
