@@ -4,19 +4,22 @@
 # dependencies) must come as a wheel for aarch64 (manylinux, glibc <= 2.36 = Bookworm) or as a
 # pure-Python wheel, for the supported Python.
 #
-#   bash deploy/arm64/wheels.sh OUTDIR [--python-version 3.11] [--python PYTHON]
+#   bash deploy/arm64/wheels.sh OUTDIR [--python-version 3.11] [--python PYTHON] [--cache DIR]
 #
+# With --cache, the dependencies' wheels are kept in DIR/wheels-aarch64-<key> (key: Python
+# version + the dependency list) and reused while pyproject.toml's dependencies are unchanged.
 # Exit 1 with one line naming what has no aarch64 wheel. OUTDIR then holds the companion's wheel
 # and everything `pip install --no-index --find-links OUTDIR companion` needs on the device
 # (pip included, so a venv made --without-pip can install from it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-out="" pyver=3.11 py="${PYTHON:-.venv/bin/python}"
+out="" pyver=3.11 py="${PYTHON:-.venv/bin/python}" cache=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --python-version) pyver="$2"; shift 2 ;;
     --python) py="$2"; shift 2 ;;
+    --cache) cache="$2"; shift 2 ;;
     -*) echo "wheels.sh: unknown option $1" >&2; exit 2 ;;
     *) out="$1"; shift ;;
   esac
@@ -32,9 +35,18 @@ pure_sdists="srt"
 # Runtime dependencies, read from the one place they are declared.
 mapfile -t deps < <("$py" -c 'import tomllib; [print(d) for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]]')
 
+dest="$out"
+if [ -n "$cache" ]; then
+  key="$(printf '%s\n' "$pyver" "$pure_sdists" "${deps[@]}" | sha256sum | cut -c1-12)"
+  dest="$cache/wheels-aarch64-$key"
+fi
+if [ -f "$dest/.complete" ]; then
+  echo "wheels.sh: reusing the dependencies' wheels in $dest" >&2
+else
+rm -rf "$dest" && mkdir -p "$dest"
 for p in $pure_sdists; do
-  "$py" -m pip wheel -q --no-deps --no-binary :all: "$p" -w "$out" 2>&1 | grep -v "is ignored" >&2 || true
-  ls "$out"/"$p"-*-py3-none-any.whl >/dev/null 2>&1 || {
+  "$py" -m pip wheel -q --no-deps --no-binary :all: "$p" -w "$dest" 2>&1 | grep -v "is ignored" >&2 || true
+  ls "$dest"/"$p"-*-py3-none-any.whl >/dev/null 2>&1 || {
     echo "wheels.sh: $p is no longer a pure-Python package: it would compile on the device" >&2
     exit 1
   }
@@ -45,12 +57,15 @@ plats=()
 for v in $(seq 36 -1 17); do plats+=(--platform "manylinux_2_${v}_aarch64"); done
 plats+=(--platform manylinux2014_aarch64)
 if ! "$py" -m pip download -q --only-binary=:all: "${plats[@]}" --python-version "$pyver" \
-    --implementation cp --abi "$abi" --find-links "$out" -d "$out" "${deps[@]}" pip \
-    > "$out/.download.log" 2>&1; then
-  missing="$(grep -o 'No matching distribution found for [^ ]*' "$out/.download.log" | head -1)"
-  echo "wheels.sh: no aarch64 wheel for Python $pyver: ${missing:-see $out/.download.log}" >&2
+    --implementation cp --abi "$abi" --find-links "$dest" -d "$dest" "${deps[@]}" pip \
+    > "$dest/.download.log" 2>&1; then
+  missing="$(grep -o 'No matching distribution found for [^ ]*' "$dest/.download.log" | head -1)"
+  echo "wheels.sh: no aarch64 wheel for Python $pyver: ${missing:-see $dest/.download.log}" >&2
   exit 1
 fi
+touch "$dest/.complete"
+fi
+[ "$dest" = "$out" ] || cp "$dest"/*.whl "$out"/
 
 # The companion itself (pure Python, with the model inside).
 "$py" -m pip wheel -q --no-deps . -w "$out" 2>&1 | grep -v "is ignored" >&2 || true
