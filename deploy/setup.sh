@@ -14,6 +14,8 @@ extras=""
 # sox: audio conversion in tests and benchmarks;
 # systemd: systemd-analyze, which checks deploy/companion.service in the tests.
 packages="espeak-ng alsa-utils libportaudio2 sox systemd"
+# --test: debootstrap + qemu-user-static (binfmt) for the arm64 smoke (deploy/arm64/smoke.sh).
+[ -n "$extras" ] && packages="$packages debootstrap qemu-user-static binfmt-support"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

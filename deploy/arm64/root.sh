@@ -6,7 +6,7 @@
 #
 # The root is cached outside the repo under CACHE/<key>, the key a hash of the suite and the
 # package list, so a changed list builds a new root and an unchanged one is reused (warm CI).
-# Needs root, debootstrap and qemu-user-static (binfmt); installs them when missing.
+# Needs root, debootstrap and qemu-user-static (deploy/arm64/binfmt.sh); installs them when missing.
 set -euo pipefail
 
 cache=/var/cache/companion-arm64
@@ -29,23 +29,11 @@ root="$cache/$suite-$key"
 log() { echo "arm64-root: $*" >&2; }
 
 [ "$(id -u)" -eq 0 ] || { log "run as root"; exit 2; }
-need=""
-command -v debootstrap >/dev/null || need="$need debootstrap"
-[ -x /usr/bin/qemu-aarch64-static ] || need="$need qemu-user-static"
-command -v update-binfmts >/dev/null || need="$need binfmt-support"
-if [ -n "$need" ]; then
-  log "installing$need"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q >&2
-  # shellcheck disable=SC2086
-  apt-get install -y -q $need >&2
-fi
-# A container may start without binfmt_misc mounted or the aarch64 handler enabled.
-if [ ! -e /proc/sys/fs/binfmt_misc/register ]; then
-  mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
-fi
-[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || update-binfmts --enable qemu-aarch64 >&2 || true
-[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || { log "no aarch64 binfmt handler (qemu-user-static)"; exit 1; }
+command -v debootstrap >/dev/null || {
+  DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >&2
+}
+bash "$(dirname "$0")/binfmt.sh"
 
 if [ -e "$root/.complete" ]; then
   log "reusing $root"
