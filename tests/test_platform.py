@@ -109,7 +109,8 @@ def test_supported_python_is_what_the_wheel_check_uses():
 def _parity_file(path: Path, emb: np.ndarray, emo: np.ndarray, choices: list[str],
                  machine: str) -> Path:  # fmt: skip
     np.savez(path, machine=np.array(machine), embeddings=emb, emotions=emo, bank_fresh=emb[:4],
-             choice_shipped=np.array(choices), choice_fresh=np.array(choices))  # fmt: skip
+             choice_shipped=np.array(choices), choice_fixed_shipped=np.array(choices),
+             choice_fixed_fresh=np.array(choices))  # fmt: skip
     return path
 
 
@@ -152,3 +153,10 @@ def test_parity_verdict_follows_the_thresholds(tmp_path):
     other = ["bank-63", *choices[1:]]
     done = _compare(x86, _parity_file(tmp_path / "s.npz", emb, emo, other, "aarch64"))
     assert done.returncode == 1 and "story choice differs" in done.stdout
+
+    # Re-encoding the fixed stories on the device would change a choice: fails too.
+    fixed = {"choice_fixed_shipped": np.array(choices), "choice_fixed_fresh": np.array(other)}
+    np.savez(tmp_path / "r.npz", machine=np.array("aarch64"), embeddings=emb, emotions=emo,
+             bank_fresh=emb[:4], choice_shipped=np.array(choices), **fixed)  # fmt: skip
+    done = _compare(x86, tmp_path / "r.npz")
+    assert done.returncode == 1 and "re-encoding the bank changes" in done.stdout

@@ -4,11 +4,12 @@
     python parity.py compare x86.npz arm64.npz [--min-agreement 0.995] [--min-cosine 0.999]
 
 `encode` runs the installed companion's encoder over the first N texts of an emotion CSV
-(`label,content`), all in one process (emulation pays the model load once), and also encodes the
-shipped story bank afresh and picks, for each of the first 50 texts, the best empathic match
-twice: with the bank encodings shipped in the package (computed on x86) and with the ones just
-computed on this machine. `compare` prints the parity numbers as one JSON line and exits 1 if
-emotion top-1 agreement, the minimum embedding cosine or the story choices fall short.
+(`label,content`), all in one process (emulation pays the model load once). For each of the first
+50 texts it picks the best empathic match from the whole bank with the bank encodings shipped in
+the package (computed on x86), as a device does; and, on a fixed set of 16 stories (every fourth)
+that it encodes afresh on this machine, whether re-encoding would change that choice. `compare`
+prints the parity numbers as one JSON line and exits 1 if emotion top-1 agreement, the minimum
+embedding cosine or the story choices fall short.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 N_CHOICES = 50  # queries whose story choice is compared
+BANK_STEP = 4  # re-encode every fourth story: long stories are the slow part under emulation
 
 
 def encode(csv_path: str, n: int, out: str) -> None:
@@ -37,7 +39,8 @@ def encode(csv_path: str, n: int, out: str) -> None:
     encoder = Encoder.load()
     enc = encoder.encode_many(texts)
     stories = bundled_stories()
-    fresh = encoder.encode_many([f"{s.title}. {s.text}" for s in stories])
+    fixed = list(range(0, len(stories), BANK_STEP))
+    fresh = encoder.encode_many([f"{stories[k].title}. {stories[k].text}" for k in fixed])
     with np.load(bank_cache_path(encoder.version)) as shipped:
         by_id = {str(i): k for k, i in enumerate(shipped["ids"])}
         idx = [by_id[s.id] for s in stories]
@@ -48,12 +51,15 @@ def encode(csv_path: str, n: int, out: str) -> None:
     fresh_emo = np.stack([e.emotions for e in fresh])
     weights = ScoreWeights()  # the default protocol's [matching] weights
 
-    def choices(bank_emb: np.ndarray, bank_emo: np.ndarray) -> list[str]:
-        emo = np.stack([story_emotions(s, p) for s, p in zip(stories, bank_emo, strict=True)])
+    def choices(which: list[int], bank_emb: np.ndarray, bank_emo: np.ndarray) -> list[str]:
+        subset = [stories[k] for k in which]
+        emo = np.stack([story_emotions(s, p) for s, p in zip(subset, bank_emo, strict=True)])
         return [
-            stories[int(np.argmax(score(q, bank_emb, emo, weights).total))].id
+            subset[int(np.argmax(score(q, bank_emb, emo, weights).total))].id
             for q in enc[:N_CHOICES]
         ]
+
+    everything = list(range(len(stories)))
 
     np.savez_compressed(
         out,
@@ -61,10 +67,11 @@ def encode(csv_path: str, n: int, out: str) -> None:
         embeddings=np.stack([e.embedding for e in enc]),
         emotions=np.stack([e.emotions for e in enc]),
         bank_fresh=fresh_emb,
-        choice_shipped=np.array(choices(ship_emb, ship_emo)),
-        choice_fresh=np.array(choices(fresh_emb, fresh_emo)),
+        choice_shipped=np.array(choices(everything, ship_emb, ship_emo)),
+        choice_fixed_shipped=np.array(choices(fixed, ship_emb[fixed], ship_emo[fixed])),
+        choice_fixed_fresh=np.array(choices(fixed, fresh_emb, fresh_emo)),
     )
-    print(f"parity: encoded {len(texts)} texts and {len(stories)} stories on {platform.machine()}")
+    print(f"parity: encoded {len(texts)} texts and {len(fixed)} stories on {platform.machine()}")
 
 
 def compare(a_path: str, b_path: str, min_agreement: float, min_cosine: float) -> int:
@@ -77,8 +84,8 @@ def compare(a_path: str, b_path: str, min_agreement: float, min_cosine: float) -
         bank_cos = np.sum(a["bank_fresh"] * b["bank_fresh"], axis=1)
         # The device uses the shipped (x86) bank encodings: its choice must equal x86's.
         same_shipped = float(np.mean(a["choice_shipped"] == b["choice_shipped"]))
-        # Shipped vs re-encoded on the device: would re-encoding change any choice?
-        same_reencoded = float(np.mean(b["choice_shipped"] == b["choice_fresh"]))
+        # Shipped vs re-encoded on the device (fixed stories): would re-encoding change a choice?
+        same_reencoded = float(np.mean(b["choice_fixed_shipped"] == b["choice_fixed_fresh"]))
         result = {
             "machines": [str(a["machine"]), str(b["machine"])],
             "n": int(cos.size),
