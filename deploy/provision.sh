@@ -16,6 +16,7 @@
 # --protocol FILE: the study's protocol TOML, copied into the home (validated by init).
 # Idempotent: run it again to repair a device; data in the home is never touched.
 set -euo pipefail
+bash "$(dirname "$0")/check-platform.sh"  # refuses 32-bit OS / unsupported Python (exit 2)
 
 here="$(cd "$(dirname "$0")" && pwd)"
 source_dir="$(dirname "$here")"

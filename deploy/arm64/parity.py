@@ -1,0 +1,136 @@
+"""Model parity between two machines (arm64 vs x86) on the same inputs.
+
+    python parity.py encode --csv situations_dev.csv [--n 300] --out arm64.npz
+    python parity.py compare x86.npz arm64.npz [--min-agreement 0.995] [--min-cosine 0.999]
+
+`encode` runs the installed companion's encoder over the first N texts of an emotion CSV
+(`label,content`), all in one process (emulation pays the model load once). For each of the first
+50 texts it picks the best empathic match from the whole bank with the bank encodings shipped in
+the package (computed on x86), as a device does; and, on a fixed set of 16 stories (every fourth)
+that it encodes afresh on this machine, whether re-encoding would change that choice. `compare`
+prints the parity numbers as one JSON line and exits 1 if emotion top-1 agreement, the minimum
+embedding cosine or the story choices fall short.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+
+N_CHOICES = 50  # queries whose story choice is compared
+BANK_STEP = 4  # re-encode every fourth story: long stories are the slow part under emulation
+
+
+def encode(csv_path: str, n: int, out: str) -> None:
+    from companion.engine.stories import bundled_stories, content_hash
+    from companion.model.empathy import bank_cache_path, story_emotions
+    from companion.model.encode import Encoder, read_emotion_csv
+    from companion.model.similarity import ScoreWeights, score
+
+    _, texts = read_emotion_csv(Path(csv_path))
+    texts = texts[:n]
+    if len(texts) < n:
+        sys.exit(f"parity: {csv_path} has {len(texts)} texts, fewer than --n {n}")
+    encoder = Encoder.load()
+    enc = encoder.encode_many(texts)
+    stories = bundled_stories()
+    fixed = list(range(0, len(stories), BANK_STEP))
+    fresh = encoder.encode_many([f"{stories[k].title}. {stories[k].text}" for k in fixed])
+    with np.load(bank_cache_path(encoder.version)) as shipped:
+        by_id = {str(i): k for k, i in enumerate(shipped["ids"])}
+        idx = [by_id[s.id] for s in stories]
+        if [str(shipped["hashes"][k]) for k in idx] != [content_hash(s.text) for s in stories]:
+            sys.exit("parity: the shipped bank encodings do not match the bundled stories")
+        ship_emb, ship_emo = shipped["embeddings"][idx], shipped["emotions"][idx]
+    fresh_emb = np.stack([e.embedding for e in fresh])
+    fresh_emo = np.stack([e.emotions for e in fresh])
+    weights = ScoreWeights()  # the default protocol's [matching] weights
+
+    def choices(which: list[int], bank_emb: np.ndarray, bank_emo: np.ndarray) -> list[str]:
+        subset = [stories[k] for k in which]
+        emo = np.stack([story_emotions(s, p) for s, p in zip(subset, bank_emo, strict=True)])
+        return [
+            subset[int(np.argmax(score(q, bank_emb, emo, weights).total))].id
+            for q in enc[:N_CHOICES]
+        ]
+
+    everything = list(range(len(stories)))
+
+    np.savez_compressed(
+        out,
+        machine=np.array(platform.machine()),
+        embeddings=np.stack([e.embedding for e in enc]),
+        emotions=np.stack([e.emotions for e in enc]),
+        bank_fresh=fresh_emb,
+        choice_shipped=np.array(choices(everything, ship_emb, ship_emo)),
+        choice_fixed_shipped=np.array(choices(fixed, ship_emb[fixed], ship_emo[fixed])),
+        choice_fixed_fresh=np.array(choices(fixed, fresh_emb, fresh_emo)),
+    )
+    print(f"parity: encoded {len(texts)} texts and {len(fixed)} stories on {platform.machine()}")
+
+
+def compare(a_path: str, b_path: str, min_agreement: float, min_cosine: float) -> int:
+    with np.load(a_path) as a, np.load(b_path) as b:
+        if a["embeddings"].shape != b["embeddings"].shape:
+            print(f"parity: {a_path} and {b_path} encode different numbers of texts")
+            return 2
+        cos = np.sum(a["embeddings"] * b["embeddings"], axis=1)
+        agree = float(np.mean(a["emotions"].argmax(1) == b["emotions"].argmax(1)))
+        bank_cos = np.sum(a["bank_fresh"] * b["bank_fresh"], axis=1)
+        # The device uses the shipped (x86) bank encodings: its choice must equal x86's.
+        same_shipped = float(np.mean(a["choice_shipped"] == b["choice_shipped"]))
+        # Shipped vs re-encoded on the device (fixed stories): would re-encoding change a choice?
+        same_reencoded = float(np.mean(b["choice_fixed_shipped"] == b["choice_fixed_fresh"]))
+        result = {
+            "machines": [str(a["machine"]), str(b["machine"])],
+            "n": int(cos.size),
+            "emotion_top1_agreement": round(agree, 4),
+            "embedding_cosine_min": round(float(cos.min()), 6),
+            "embedding_cosine_mean": round(float(cos.mean()), 6),
+            "bank_cosine_min": round(float(bank_cos.min()), 6),
+            "story_choice_same_as_first": round(same_shipped, 4),
+            "story_choice_shipped_vs_reencoded": round(same_reencoded, 4),
+            "choices": int(a["choice_shipped"].size),
+        }
+    print(json.dumps(result))
+    failed = [
+        name
+        for name, ok in (
+            (f"emotion agreement {agree:.4f} < {min_agreement}", agree >= min_agreement),
+            (f"embedding cosine {cos.min():.6f} < {min_cosine}", cos.min() >= min_cosine),
+            (f"story choice differs on {1 - same_shipped:.0%} of queries", same_shipped == 1.0),
+            (f"re-encoding the bank changes {1 - same_reencoded:.0%}", same_reencoded == 1.0),
+        )
+        if not ok
+    ]
+    for reason in failed:
+        print(f"parity: FAIL: {reason}")
+    return 1 if failed else 0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("encode")
+    e.add_argument("--csv", required=True)
+    e.add_argument("--n", type=int, default=300)
+    e.add_argument("--out", required=True)
+    c = sub.add_parser("compare")
+    c.add_argument("a")
+    c.add_argument("b")
+    c.add_argument("--min-agreement", type=float, default=0.995)
+    c.add_argument("--min-cosine", type=float, default=0.999)
+    args = p.parse_args()
+    if args.cmd == "encode":
+        encode(args.csv, args.n, args.out)
+        return 0
+    return compare(args.a, args.b, args.min_agreement, args.min_cosine)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
