@@ -335,6 +335,6 @@ def run_checks(home: Home, skip: set[str] | None = None,
     }
     findings = [configured]
     for name, check in checks.items():
-        if name not in skip:
-            findings.extend(check())
+        if name not in skip:  # `skip` names a group of checks or one finding
+            findings.extend(f for f in check() if f.check not in skip)
     return findings
