@@ -12,8 +12,8 @@ from companion.cli.base import cli, home_option
 @cli.command()
 @home_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
-@click.option("--skip", multiple=True, help="Leave out a group of checks (audio, models, service, network, ...) or one "
-              "finding (e.g. asr-vocabulary).")
+@click.option("--skip", multiple=True, help="Leave out a group of checks (audio, models, service, "
+              "network, ...) or one finding (e.g. asr-vocabulary).")
 def doctor(home, as_json, skip) -> None:
     """Check this device: audio, models, clock, disk, database, service, permissions, network."""
     import json
