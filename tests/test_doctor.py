@@ -112,6 +112,21 @@ def test_corrupt_database(device):
     assert by_check(run_checks(device, probes=HEALTHY))["database"] == "fail"
 
 
+def test_a_missing_or_empty_database_fails_as_every_command_refuses_it(device):
+    """Never "integrity ok" on a 0-byte file (SQLite reads it as an empty database)."""
+    db = device.db_path
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    db.write_bytes(b"")
+    (finding,) = [f for f in run_checks(device, probes=HEALTHY) if f.check == "database"]
+    assert finding.status == "fail" and "empty (0 bytes)" in finding.detail
+    assert db.stat().st_size == 0  # doctor only reads
+    db.unlink()
+    (finding,) = [f for f in run_checks(device, probes=HEALTHY) if f.check == "database"]
+    assert finding.status == "fail" and "database missing" in finding.detail
+    assert not db.exists()
+
+
 def test_tiny_disk_clock_audio_and_service(device):
     tiny = Probes(free_bytes=lambda _: 50 * 1024**2, audio_devices=lambda: SPEAKERS[1:],
                   service_state=lambda unit: "failed",

@@ -27,6 +27,7 @@ from companion.errors import CompanionError
 from companion.files import free_bytes
 from companion.settings.config import Config, Home, load_config
 from companion.store.db import schema_version
+from companion.store.guard import require_database
 from companion.store.migrations import SCHEMA_VERSION
 from companion.store.queries import last_event_at
 from companion.store.readonly import ReadOnly
@@ -202,8 +203,12 @@ def check_disk(home: Home, probes: Probes) -> Finding:
 
 
 def check_database(home: Home) -> Finding:
-    if not home.db_path.exists():
-        return Finding("database", "warn", f"{home.db_path} does not exist yet")
+    # The same refusal every command makes (only init creates a database), never "integrity ok"
+    # on a missing or 0-byte file.
+    try:
+        require_database(home)
+    except CompanionError as exc:
+        return Finding("database", "fail", str(exc))
     try:
         with ReadOnly(home.db_path) as reader:
             rows = [r[0] for r in reader.conn.execute("PRAGMA integrity_check").fetchall()]
