@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -30,25 +29,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 from companion.engine.dialogue import Expectation  # noqa: E402
 from companion.engine.session import parse_item, vocabulary_for  # noqa: E402
 from companion.voice.audio import WavSource  # noqa: E402
 from companion.voice.channels import VoiceChannel, VoiceSettings  # noqa: E402
 from tests.bench.answer_corpus import Clip, build, groups, load_pcm  # noqa: E402
+from tests.bench.machine import cpu_line  # noqa: E402
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def cpu() -> str:
-    model = flags = ""
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name") and not model:
-            model = line.split(":", 1)[1].strip()
-        if line.startswith(("flags", "Features")) and not flags:
-            have = set(line.split(":", 1)[1].split())
-            flags = " ".join(f for f in ("avx2", "avx512f", "fma", "neon", "asimd") if f in have)
-    return f"{model or platform.machine()} [{flags}]"
 
 
 class _Quiet:
@@ -397,7 +385,7 @@ def main() -> None:
         return
     tts = tts_first_audio()
     print(
-        f"CPU: {cpu()}; {len(clips)} clips; TTS first sentence p50 "
+        f"{cpu_line()}; {len(clips)} clips; TTS first sentence p50 "
         f"{statistics.median(tts) * 1000:.0f} ms"
     )
     dump = {}

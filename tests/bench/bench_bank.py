@@ -36,7 +36,6 @@ import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-
 from companion import app  # noqa: E402
 from companion.clock import iso, utc_now  # noqa: E402
 from companion.engine.stories import Story, add_stories, load_stories  # noqa: E402
@@ -45,6 +44,7 @@ from companion.model.bank import encode_bank  # noqa: E402
 from companion.model.empathy import EmpathicChooser  # noqa: E402
 from companion.settings.config import Config, Home, write_config  # noqa: E402
 from companion.store.db import transaction  # noqa: E402
+from tests.bench.machine import cpu_line  # noqa: E402
 
 SENTENCES = [
     "I walked to the market early this morning.", "My sister called me after many years.",
@@ -62,23 +62,6 @@ PARTICIPANT = [
     "The house is so quiet now. I keep expecting to hear him at the door when I come home.",
     "That's all.", *["four"] * 7, "three",
 ]  # fmt: skip
-
-
-def cpu_line() -> str:
-    model, flags = "unknown", set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name" and model == "unknown":
-                model = value.strip()
-            if key.strip() in ("flags", "Features") and not flags:
-                flags = set(value.split())
-    except OSError:
-        pass
-    feats = {"AVX2": "avx2", "AVX512-VNNI": "avx512_vnni", "AVX-VNNI": "avx_vnni",
-             "ARM dotprod": "asimddp"}  # fmt: skip
-    have = ", ".join(f"{k} {'yes' if v in flags else 'no'}" for k, v in feats.items())
-    return f"CPU: {model}, {os.cpu_count()} cores; int8 features: {have}"
 
 
 def synthetic(n: int, lo: int, hi: int, seed: int, prefix: str) -> list[Story]:

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -31,6 +29,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+from tests.bench.machine import cpu_line  # noqa: E402
 
 # Per-core int8 MACs per cycle, from the cores' published NEON/SIMD issue widths (assumptions):
 # A53: ARMv8.0, in-order, one 64-bit-wide NEON MLA per cycle (SMLAL .8b: 8 MACs), no dot product.
@@ -50,19 +49,6 @@ WAV_BYTES_PER_S = 16000 * 2
 # Assumed participant speech per session with keep_audio: 12 answers x 2 s, 10 read-back
 # confirmations x 1 s, the story and follow-ups 3 x 45 s.
 SPEECH_S = 12 * 2 + 10 * 1 + 3 * 45
-
-
-def cpu_line() -> str:
-    info = Path("/proc/cpuinfo").read_text()
-    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
-                  if ln.startswith(("model name", "Model", "CPU part"))), "?")  # fmt: skip
-    flags = next((ln.split(":", 1)[1].split() for ln in info.splitlines()
-                  if ln.startswith(("flags", "Features"))), [])  # fmt: skip
-    keep = [f for f in flags if f.startswith(("avx", "fma", "sse4", "asimd", "vnni")) or f in (
-        "neon", "dotprod", "asimddp")]  # fmt: skip
-    mhz = next((ln.split(":", 1)[1].strip() for ln in info.splitlines()
-                if ln.startswith("cpu MHz")), "?")  # fmt: skip
-    return f"{platform.machine()} {model} ({mhz} MHz; {' '.join(keep)}), {os.cpu_count()} cores"
 
 
 def status_mb(key: str) -> float:

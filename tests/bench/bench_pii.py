@@ -23,9 +23,9 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
 from companion.research.deidentify import Redactor, redactor_for  # noqa: E402
 from companion.research.ner import load_pipeline  # noqa: E402
+from tests.bench.machine import cpu_line  # noqa: E402
 from tests.helpers.planted import (  # noqa: E402
     FRESH,
     OWN_FIRST,
@@ -36,18 +36,6 @@ from tests.helpers.planted import (  # noqa: E402
 )
 
 SITUATIONS = Path("/work/shared/data/empatheticdialogues/situations_dev.csv")
-
-
-def cpu() -> str:
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-        model = re.search(r"model name\s*:\s*(.*)", info)
-        flags = re.search(r"flags\s*:\s*(.*)", info)
-        wanted = ("avx", "avx2", "avx512f", "fma", "sse4_2", "neon", "asimd")
-        have = [f for f in (flags.group(1).split() if flags else []) if f in wanted]
-        return f"{model.group(1) if model else platform.machine()} [{' '.join(have)}]"
-    except OSError:
-        return platform.processor() or platform.machine()
 
 
 def recall(
@@ -136,7 +124,7 @@ if __name__ == "__main__":
     parser.add_argument("--show", type=int, default=15, help="Missed items to print.")
     parser.add_argument("--month", type=int, default=30, help="Days of transcripts (0: none).")
     args = parser.parse_args()
-    print(f"CPU: {cpu()}; Python {platform.python_version()}")
+    print(f"{cpu_line()}; Python {platform.python_version()}")
     t0 = time.perf_counter()
     redactor = redactor_for([OWN_FIRST], load_pipeline())
     print(f"pipeline {redactor.method} loaded in {time.perf_counter() - t0:.2f} s")

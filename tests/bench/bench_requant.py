@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "models"), str(Path(__file__).resolve().parent)]
 
 import optimize  # noqa: E402
-from bench_bank import cpu_line  # noqa: E402
 from bench_graph import embeddings, texts  # noqa: E402
+from machine import cpu_line  # noqa: E402
 
 from companion.model.encode import Encoder  # noqa: E402
 

@@ -11,7 +11,6 @@ times a wording was used, how many uses repeated a wording said within the proto
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 import tempfile
 import time
@@ -19,24 +18,8 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
+from tests.bench.machine import cpu_line  # noqa: E402
 from tests.helpers.month import repetitions, run_month  # noqa: E402
-
-
-def cpu() -> str:
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.machine()
-    fields = {
-        k.strip(): v.strip() for k, v in (ln.split(":", 1) for ln in info.splitlines() if ":" in ln)
-    }
-    name = fields.get("model name", fields.get("Model", platform.machine()))
-    flags = fields.get("flags", fields.get("Features", "")).split()
-    shown = [
-        f for f in ("avx2", "avx512f", "avx512_vnni", "neon", "asimd", "asimddp") if f in flags
-    ]
-    return f"{name} ({', '.join(shown) or 'no SIMD flags listed'})"
 
 
 def main() -> None:
@@ -44,7 +27,7 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--seeds", type=int, default=3, help="simulated participants")
     args = parser.parse_args()
-    print(f"cpu: {cpu()}")
+    print(cpu_line())
     total: dict[str, Counter[str]] = {}
     recalls = sessions = 0
     t0 = time.perf_counter()
