@@ -159,10 +159,20 @@ def metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     }
 
 
-def export(model: EmpathyModel, out: Path, scratch: Path) -> None:
-    """ONNX export (heads attached, dynamic batch and length) + dynamic int8 quantization."""
+# How the fp32 export becomes the shipped int8 model: one definition, used by the build, the
+# cross-validation and the acknowledgement calibration (calibrate_ack.py keys its cache on it).
+QUANT: dict = {"method": "onnxruntime dynamic", "weight_type": "QInt8", "per_channel": True}
+
+
+def quantize(fp32: Path, out: Path) -> None:
+    """The int8 model from an fp32 export, by the scheme QUANT describes."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    quantize_dynamic(fp32, out, per_channel=True, weight_type=QuantType.QInt8)
+
+
+def export(model: EmpathyModel, out: Path, scratch: Path) -> None:
+    """ONNX export (heads attached, dynamic batch and length) + int8 quantization (`quantize`)."""
     scratch.mkdir(parents=True, exist_ok=True)
     fp32 = scratch / (out.stem + ".fp32.onnx")
     x = torch.tensor([[101, 2023, 2003, 1037, 3231, 102]])
@@ -173,7 +183,7 @@ def export(model: EmpathyModel, out: Path, scratch: Path) -> None:
                       "attention_mask": {0: "batch", 1: "tokens"},
                       "embedding": {0: "batch"}, "emotion_logits": {0: "batch"}},
     )  # fmt: skip
-    quantize_dynamic(fp32, out, per_channel=True, weight_type=QuantType.QInt8)
+    quantize(fp32, out)
 
 
 def onnx_logits(path: Path, ids, idx) -> np.ndarray:
@@ -291,12 +301,7 @@ def main() -> None:
             ],
             "modified": "fine-tuned for emotion classification with an embedding-preserving loss",
         },  # fmt: skip
-        "quantization": {
-            "method": "onnxruntime dynamic",
-            "weight_type": "QInt8",
-            "per_channel": True,
-            "opset": 17,
-        },  # fmt: skip
+        "quantization": {**QUANT, "opset": 17},
         "labels": list(EMOTIONS),
         "training": {
             "data": "EmpatheticDialogues situations (dev split), " + args.data.name,
