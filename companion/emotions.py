@@ -1,7 +1,8 @@
-"""The 32 EmpatheticDialogues emotions and the one grouping of them into families.
+"""The 32 EmpatheticDialogues emotions, their one grouping into families, and their valence.
 
 The families are the preference model's features (`model.personalize`) and decide how
-an acknowledgement names a feeling (`engine.acknowledge`); both use this map.
+an acknowledgement names a feeling (`engine.acknowledge`); both use this map. The valence
+groups are the acknowledgement's broadest naming level ("That sounds really hard.").
 """
 
 EMOTIONS: tuple[str, ...] = (
@@ -31,3 +32,18 @@ FAMILY_OF: dict[str, str] = {e: fam for fam, members in FAMILIES.items() for e i
 
 def family_of(emotion: str) -> str | None:
     return FAMILY_OF.get(emotion)
+
+
+# Valence: the broadest honest naming level. An emotion belongs here only when every story of it
+# is clearly pleasant or clearly painful to live through; ambiguous ones (surprised, nostalgic,
+# sentimental, caring, trusting, faithful, prepared: EmpatheticDialogues has both kinds of story
+# for each) belong to no group, so a valence phrase is never said for them on purpose.
+VALENCE: dict[str, tuple[str, ...]] = {
+    "positive": FAMILIES["joy"] + ("hopeful", "anticipating"),
+    "negative": FAMILIES["sadness"] + FAMILIES["fear"] + FAMILIES["anger"] + FAMILIES["shame"],
+}
+VALENCE_OF: dict[str, str] = {e: v for v, members in VALENCE.items() for e in members}
+
+
+def valence_of(emotion: str) -> str | None:
+    return VALENCE_OF.get(emotion)

@@ -76,8 +76,9 @@ def test_score_reports_precision_at_the_level_named() -> None:
                  Decision("family", "joy"), Decision("neutral")]  # fmt: skip
     truths = ["sad", "lonely", "devastated", "sad", "angry"]
     assert score(decisions, truths) == {
-        "n": 5, "named_exact": 0.4, "named_family": 0.4, "neutral": 0.2,
-        "right_exact": 0.5, "right_family": 0.5, "right_named": 0.5,
+        "n": 5, "named_exact": 0.4, "named_family": 0.4, "named_valence": 0.0, "named": 0.8,
+        "neutral": 0.2, "right_exact": 0.5, "right_family": 0.5, "right_valence": None,
+        "right_named": 0.5,
     }  # fmt: skip
     assert score([Decision("neutral")], ["sad"])["right_named"] is None  # nothing named
 
@@ -147,10 +148,12 @@ def test_model_eval_acknowledgements_prints_the_fractions(tmp_path: Path) -> Non
     proc = run_cli("model", "eval", "--acknowledgements", str(csv_file))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert set(result) == {"n", "named_exact", "named_family", "neutral", "right_exact",
-                           "right_family", "right_named"}  # fmt: skip
+    assert set(result) == {"n", "named_exact", "named_family", "named_valence", "named", "neutral",
+                           "right_exact", "right_family", "right_valence", "right_named"}  # fmt: skip
     assert result["n"] == 3
-    assert result["named_exact"] + result["named_family"] + result["neutral"] == pytest.approx(1)
+    levels = result["named_exact"] + result["named_family"] + result["named_valence"]
+    assert levels == pytest.approx(result["named"])
+    assert result["named"] + result["neutral"] == pytest.approx(1)
 
 
 def test_model_eval_refuses_a_bad_file_or_both_options(tmp_path: Path) -> None:

@@ -2,8 +2,9 @@
 
 The calibrated rule (`ackrule`, thresholds in companion/data/acknowledge_rule.json) decides the
 level: name the exact feeling where the model is reliably right, name only the feeling's family
-in words that fit every feeling of that family where only the family is reliable, otherwise
-reflect without naming. Among the phrases of that level the freshest is chosen (`variety`): none
+in words that fit every feeling of that family where only the family is reliable, only whether
+it was pleasant or painful (valence, in words that fit every feeling of that group) where only
+that is reliable, otherwise reflect without naming. Among the phrases of that level the freshest is chosen (`variety`): none
 said twice in a session, none again within the protocol's window while alternatives remain.
 All wording written by the companion team.
 """
@@ -140,6 +141,31 @@ FAMILY: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# Valence-level naming: each phrase fits every feeling of the group (companion.emotions.VALENCE),
+# so it speaks of how it felt, never of what happened ("hopeful" may be about the future).
+VALENCE: dict[str, tuple[str, ...]] = {
+    "positive": (  # the joy family, hopeful, eager
+        "That sounds good. I'm glad you told me.",
+        "It sounds like that put you in a good place.",
+        "That's good to hear.",
+        "I'm glad there's something good in that for you.",
+        "It sounds like that felt good.",
+        "I like hearing that. Thank you for sharing it.",
+        "That sounds like a good feeling to have.",
+        "It's nice to hear you feeling good about this.",
+    ),
+    "negative": (  # the sadness, fear, anger and shame families
+        "That sounds really hard.",
+        "That doesn't sound easy. Thank you for telling me.",
+        "I'm sorry you had to deal with that.",
+        "That sounds like a tough one.",
+        "That sounds difficult. I'm glad you could tell me about it.",
+        "It sounds like that weighed on you.",
+        "That's a hard thing to go through.",
+        "That sounds like a lot to deal with.",
+    ),
+}
+
 NEUTRAL: tuple[str, ...] = (
     "Thank you for telling me that.",
     "I'm listening. That sounds like it mattered to you.",
@@ -173,6 +199,8 @@ def phrases_for(decision: Decision) -> list[str]:
         return [t.format(feeling=feeling) for t in NAMED[family]]
     if decision.level == "family" and decision.label:
         return list(FAMILY[decision.label])
+    if decision.level == "valence" and decision.label:
+        return list(VALENCE[decision.label])
     return list(NEUTRAL)
 
 

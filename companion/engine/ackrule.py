@@ -1,10 +1,13 @@
-"""The calibrated naming rule: name the exact feeling, its family, or nothing. Pure.
+"""The calibrated naming rule: name the exact feeling, its family, its valence, or nothing. Pure.
 
-A feeling is named only where the model has been measured to be right: per emotion, the top
-emotion's probability must reach that emotion's threshold; otherwise per family, the summed
-probability of the likeliest family must reach that family's threshold; otherwise the companion
-reflects without naming. The thresholds are fitted by `models/calibrate_ack.py` on out-of-fold
-probabilities and shipped in companion/data/acknowledge_rule.json (never written here).
+A feeling is named only where the model has been measured to be right. Level by level:
+per emotion, the top emotion's strength must reach that emotion's threshold (exact); otherwise
+the likeliest family's (summed) strength must reach that family's threshold; otherwise the
+likeliest valence group's ("That sounds really hard."); otherwise the companion reflects
+without naming. A level's strength is its top probability (`prob`) or how far that is ahead of
+the runner-up (`margin`), as the rule's `by` says. The thresholds are fitted by
+`models/calibrate_ack.py` on out-of-fold probabilities and shipped in
+companion/data/acknowledge_rule.json (never written here).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
-from companion.emotions import EMOTIONS, FAMILIES, family_of
+from companion.emotions import EMOTIONS, FAMILIES, VALENCE, family_of, valence_of
 from companion.errors import ConfigError
 
 RULE_FILE = "acknowledge_rule.json"
@@ -27,60 +30,80 @@ MIN_SUPPORT = 12
 # that thresholds fitted on some stories stay precise on new ones.
 CONFIDENCE_Z = 1.0
 
-Level = Literal["exact", "family", "neutral"]
+Level = Literal["exact", "family", "valence", "neutral"]
+# The naming levels, narrowest first; the grouped ones name a group of emotions.
+GROUPS: dict[str, Mapping[str, tuple[str, ...]]] = {"family": FAMILIES, "valence": VALENCE}
+LEVELS: tuple[str, ...] = ("exact", *GROUPS)
+STRENGTHS = ("prob", "margin")
 
 
 @dataclass(frozen=True)
 class Decision:
     level: Level
-    label: str | None = None  # the emotion (exact), the family (family), None (neutral)
+    label: str | None = None  # the emotion (exact), the group (family, valence), None (neutral)
 
 
-def family_mass(probs: Mapping[str, float]) -> tuple[str, float]:
-    """The likeliest family and its summed probability."""
-    masses = {fam: sum(probs.get(e, 0.0) for e in members) for fam, members in FAMILIES.items()}
-    fam = max(masses, key=lambda f: masses[f])
-    return fam, masses[fam]
+def ranked(probs: Mapping[str, float], level: str) -> list[tuple[str, float]]:
+    """The level's candidates (emotions, or groups by summed probability), likeliest first.
+    Emotions in no group of the level (e.g. 'surprised' for valence) count for none."""
+    if level == "exact":
+        masses = dict(probs)
+    else:
+        masses = {g: sum(probs.get(e, 0.0) for e in members) for g, members in GROUPS[level].items()}
+    return sorted(masses.items(), key=lambda kv: -kv[1])
+
+
+def strength(probs: Mapping[str, float], level: str, by: str = "prob") -> tuple[str, float]:
+    """The level's likeliest candidate and the strength compared with its threshold."""
+    order = ranked(probs, level)
+    (top, p1), p2 = order[0], order[1][1] if len(order) > 1 else 0.0
+    return top, (p1 - p2 if by == "margin" else p1)
 
 
 def decide(rule: Mapping[str, Any], probs: Mapping[str, float] | None) -> Decision:
     if not probs:
         return Decision("neutral")
-    top = max(probs, key=lambda e: probs[e])
-    exact = rule.get("exact", {})
-    if top in exact and probs[top] >= exact[top]:
-        return Decision("exact", top)
-    fam, mass = family_mass(probs)
-    family = rule.get("family", {})
-    if fam in family and mass >= family[fam]:
-        return Decision("family", fam)
+    by = rule.get("by", {})
+    for level in LEVELS:
+        table = rule.get(level, {})
+        if not table:
+            continue
+        top, value = strength(probs, level, by.get(level, "prob"))
+        if top in table and value >= table[top]:
+            return Decision(level, top)  # type: ignore[arg-type]
     return Decision("neutral")
 
 
+def truth_at(level: str, emotion: str) -> str | None:
+    """What naming at `level` must say to be right about `emotion`."""
+    if level == "exact":
+        return emotion
+    return family_of(emotion) if level == "family" else valence_of(emotion)
+
+
 def right(decision: Decision, truth: str) -> bool:
-    if decision.level == "exact":
-        return decision.label == truth
-    return decision.level == "family" and decision.label == family_of(truth)
+    return decision.level != "neutral" and decision.label == truth_at(decision.level, truth)
 
 
 def score(decisions: Sequence[Decision], truths: Sequence[str]) -> dict[str, float | int | None]:
     """The fractions `model eval --acknowledgements` prints; precision at the level named."""
     n = len(decisions)
-    exact = [right(d, t) for d, t in zip(decisions, truths, strict=True) if d.level == "exact"]
-    family = [right(d, t) for d, t in zip(decisions, truths, strict=True) if d.level == "family"]
+    hits = {level: [right(d, t) for d, t in zip(decisions, truths, strict=True) if d.level == level]
+            for level in LEVELS}  # fmt: skip
+    named = sum(len(h) for h in hits.values())
 
     def frac(part: int, whole: int) -> float | None:  # None: nothing to divide (never named)
         return round(part / whole, 4) if whole else None
 
-    return {
-        "n": n,
-        "named_exact": frac(len(exact), n) or 0.0,
-        "named_family": frac(len(family), n) or 0.0,
-        "neutral": frac(n - len(exact) - len(family), n) or 0.0,
-        "right_exact": frac(sum(exact), len(exact)),
-        "right_family": frac(sum(family), len(family)),
-        "right_named": frac(sum(exact) + sum(family), len(exact) + len(family)),
-    }
+    out: dict[str, float | int | None] = {"n": n}
+    for level in LEVELS:
+        out[f"named_{level}"] = frac(len(hits[level]), n) or 0.0
+    out["named"] = frac(named, n) or 0.0
+    out["neutral"] = frac(n - named, n) or 0.0
+    for level in LEVELS:
+        out[f"right_{level}"] = frac(sum(hits[level]), len(hits[level]))
+    out["right_named"] = frac(sum(sum(h) for h in hits.values()), named)
+    return out
 
 
 def lower_bound(hits: int, n: int, z: float | None = None) -> float:
@@ -108,47 +131,57 @@ def _threshold(scored: list[tuple[float, bool]], precision: float) -> float | No
 
 
 def fit(
-    rows: Sequence[Mapping[str, float]], truths: Sequence[str], precision: float
+    rows: Sequence[Mapping[str, float]],
+    truths: Sequence[str],
+    precision: float,
+    by: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Thresholds per emotion (exact) and per family, each precise to `precision` on `rows`.
-
-    Exact thresholds come first; family thresholds are fitted on the rows left unnamed by them,
-    as the rule applies them.
-    """
-    exact: dict[str, float] = {}
-    for emotion in EMOTIONS:
-        scored = [(p[emotion], t == emotion) for p, t in zip(rows, truths, strict=True)
-                  if max(p, key=lambda e: p[e]) == emotion]  # fmt: skip
-        cut = _threshold(scored, precision)
-        if cut is not None:
-            exact[emotion] = round(cut, 6)
-    exact_rule = {"exact": exact}
-    left = [(p, t) for p, t in zip(rows, truths, strict=True)
-            if decide(exact_rule, p).level != "exact"]  # fmt: skip
-    family: dict[str, float] = {}
-    for fam in FAMILIES:
-        scored = []
+    """Thresholds per emotion (exact), per family and per valence group, each precise to
+    `precision` on `rows`. Each level is fitted on the rows the levels before it left unnamed,
+    as the rule applies them."""
+    by = {level: (by or {}).get(level, "prob") for level in LEVELS}
+    rule: dict[str, Any] = {"precision": precision, "min_support": MIN_SUPPORT,
+                            "confidence_z": CONFIDENCE_Z, "by": by}  # fmt: skip
+    left = list(zip(rows, truths, strict=True))
+    for level in LEVELS:
+        scored: dict[str, list[tuple[float, bool]]] = {}
         for p, t in left:
-            top_family, mass = family_mass(p)
-            if top_family == fam:
-                scored.append((mass, family_of(t) == fam))
-        cut = _threshold(scored, precision)
-        if cut is not None:
-            family[fam] = round(cut, 6)
-    return {"precision": precision, "min_support": MIN_SUPPORT, "confidence_z": CONFIDENCE_Z,
-            "exact": exact, "family": family}  # fmt: skip
+            top, value = strength(p, level, by[level])
+            scored.setdefault(top, []).append((value, truth_at(level, t) == top))
+        table: dict[str, float] = {}
+        for name in EMOTIONS if level == "exact" else GROUPS[level]:
+            cut = _threshold(scored.get(name, []), precision)
+            if cut is not None:  # rounded down: rounding up would drop the rows at the cut
+                table[name] = math.floor(cut * 1e6) / 1e6
+        rule[level] = table
+        left = [(p, t) for p, t in left if decide(rule, p).level == "neutral"]
+    return rule
 
 
 def load_rule() -> dict[str, Any]:
     """The shipped rule (companion/data/acknowledge_rule.json)."""
     text = resources.files("companion.data").joinpath(RULE_FILE).read_text("utf-8")
+    return parse_rule(text, f"companion/data/{RULE_FILE}")
+
+
+def parse_rule(text: str, source: str) -> dict[str, Any]:
+    """A rule from its JSON text, checked; a level left out names nothing."""
     try:
         rule = json.loads(text)
     except ValueError as exc:
-        raise ConfigError(f"companion/data/{RULE_FILE}: not valid JSON ({exc}); reinstall") from exc
-    for level, names in (("exact", EMOTIONS), ("family", tuple(FAMILIES))):
-        table = rule.get(level)
+        raise ConfigError(f"{source}: not valid JSON ({exc}); reinstall") from exc
+    if not isinstance(rule, dict):
+        raise ConfigError(f"{source}: must be a JSON object; rerun models/calibrate_ack.py")
+    for level in LEVELS:
+        names = EMOTIONS if level == "exact" else tuple(GROUPS[level])
+        table = rule.setdefault(level, {})
         if not isinstance(table, dict) or not set(table) <= set(names):
-            raise ConfigError(f"companion/data/{RULE_FILE}: {level!r} must map {level} names "
-                              "to thresholds; rerun models/calibrate_ack.py")  # fmt: skip
+            raise ConfigError(f"{source}: {level!r} must map {level} names to thresholds; "
+                              "rerun models/calibrate_ack.py")  # fmt: skip
+    by = rule.setdefault("by", {})
+    if not isinstance(by, dict) or not set(by) <= set(LEVELS) or not set(by.values()) <= set(
+        STRENGTHS
+    ):
+        raise ConfigError(f"{source}: 'by' must map levels to one of {', '.join(STRENGTHS)}; "
+                          "rerun models/calibrate_ack.py")  # fmt: skip
     return rule
