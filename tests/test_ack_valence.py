@@ -8,8 +8,14 @@ import random
 import pytest
 
 from companion.emotions import EMOTIONS, FAMILIES, VALENCE, family_of, valence_of
-from companion.engine.acknowledge import FAMILY, FEELING_WORDS, NEUTRAL, VALENCE as PHRASES
-from companion.engine.acknowledge import acknowledgement, phrases_for
+from companion.engine.acknowledge import (
+    FAMILY,
+    FEELING_WORDS,
+    NEUTRAL,
+    acknowledgement,
+    phrases_for,
+)
+from companion.engine.acknowledge import VALENCE as PHRASES
 from companion.engine.ackrule import Decision, decide, fit, parse_rule, score
 from companion.engine.variety import PhraseMemory
 from companion.errors import ConfigError
@@ -55,8 +61,13 @@ def test_strength_by_margin_needs_the_top_to_stand_out() -> None:
 
 
 def test_score_counts_valence_at_its_level_and_no_valence_as_wrong() -> None:
-    decisions = [Decision("valence", "negative"), Decision("valence", "negative"),
-                 Decision("valence", "positive"), Decision("exact", "sad"), Decision("neutral")]
+    decisions = [
+        Decision("valence", "negative"),
+        Decision("valence", "negative"),
+        Decision("valence", "positive"),
+        Decision("exact", "sad"),
+        Decision("neutral"),
+    ]
     truths = ["furious", "surprised", "hopeful", "sad", "sad"]  # fmt: skip
     result = score(decisions, truths)
     assert result["named_valence"] == 0.6 and result["right_valence"] == pytest.approx(0.6667)

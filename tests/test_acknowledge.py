@@ -148,8 +148,9 @@ def test_model_eval_acknowledgements_prints_the_fractions(tmp_path: Path) -> Non
     proc = run_cli("model", "eval", "--acknowledgements", str(csv_file))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert set(result) == {"n", "named_exact", "named_family", "named_valence", "named", "neutral",
-                           "right_exact", "right_family", "right_valence", "right_named"}  # fmt: skip
+    assert set(result) == {"n", "named_exact", "named_family", "named_valence", "named",
+                           "neutral", "right_exact", "right_family", "right_valence",
+                           "right_named"}  # fmt: skip
     assert result["n"] == 3
     levels = result["named_exact"] + result["named_family"] + result["named_valence"]
     assert levels == pytest.approx(result["named"])

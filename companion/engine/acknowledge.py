@@ -4,9 +4,9 @@ The calibrated rule (`ackrule`, thresholds in companion/data/acknowledge_rule.js
 level: name the exact feeling where the model is reliably right, name only the feeling's family
 in words that fit every feeling of that family where only the family is reliable, only whether
 it was pleasant or painful (valence, in words that fit every feeling of that group) where only
-that is reliable, otherwise reflect without naming. Among the phrases of that level the freshest is chosen (`variety`): none
-said twice in a session, none again within the protocol's window while alternatives remain.
-All wording written by the companion team.
+that is reliable, otherwise reflect without naming. Among the phrases of that level the
+freshest is chosen (`variety`): none said twice in a session, none again within the
+protocol's window while alternatives remain. All wording written by the companion team.
 """
 
 from __future__ import annotations

@@ -49,7 +49,8 @@ def ranked(probs: Mapping[str, float], level: str) -> list[tuple[str, float]]:
     if level == "exact":
         masses = dict(probs)
     else:
-        masses = {g: sum(probs.get(e, 0.0) for e in members) for g, members in GROUPS[level].items()}
+        groups = GROUPS[level]
+        masses = {g: sum(probs.get(e, 0.0) for e in groups[g]) for g in groups}
     return sorted(masses.items(), key=lambda kv: -kv[1])
 
 
@@ -179,8 +180,10 @@ def parse_rule(text: str, source: str) -> dict[str, Any]:
             raise ConfigError(f"{source}: {level!r} must map {level} names to thresholds; "
                               "rerun models/calibrate_ack.py")  # fmt: skip
     by = rule.setdefault("by", {})
-    if not isinstance(by, dict) or not set(by) <= set(LEVELS) or not set(by.values()) <= set(
-        STRENGTHS
+    if (
+        not isinstance(by, dict)
+        or not set(by) <= set(LEVELS)
+        or not set(by.values()) <= set(STRENGTHS)
     ):
         raise ConfigError(f"{source}: 'by' must map levels to one of {', '.join(STRENGTHS)}; "
                           "rerun models/calibrate_ack.py")  # fmt: skip
