@@ -98,6 +98,30 @@ def test_recall_turns_are_in_the_codebook_and_redacted_like_any_transcript(
     assert any("[PERSON]" in line for line in recalled)
 
 
+def test_each_acknowledgement_logs_the_level_it_named(month) -> None:
+    """One `acknowledged` event per acknowledgement said, naming a level the rule has and, at
+    the valence level, a phrase of that group (the researchers' record of what was named)."""
+    from companion.engine.acknowledge import FAMILY, NEUTRAL
+    from companion.engine.acknowledge import VALENCE as VALENCE_PHRASES
+
+    db = month.db
+    said = db.execute("SELECT session_id, text FROM turns WHERE speaker = 'companion' AND "
+                      "purpose IN ('follow_up', 'acknowledgement') ORDER BY id").fetchall()
+    logged = db.execute("SELECT session_id, detail FROM events WHERE kind = 'acknowledged' "
+                        "ORDER BY id").fetchall()  # fmt: skip
+    assert [s for s, _ in said] == [s for s, _ in logged] and len(said) >= 40
+    levels = {d.split(":")[0] for _, d in logged}
+    assert levels <= {"exact", "family", "valence", "neutral"} and len(levels) >= 2, levels
+    for (_, text), (_, detail) in zip(said, logged, strict=True):
+        level, _, label = detail.partition(":")
+        if level == "valence":
+            assert any(text.startswith(p) for p in VALENCE_PHRASES[label]), text
+        elif level == "family":
+            assert any(text.startswith(p) for p in FAMILY[label]), text
+        elif level == "neutral":
+            assert any(text.startswith(p) for p in NEUTRAL), text
+
+
 def test_topic_phrases_take_the_participants_my_words_and_stop_before_verbs_and_names() -> None:
     assert topic_phrases("My sister's move to Leeds went well.") == ["your sister's move"]
     assert topic_phrases("When my dog died, I felt lost.") == ["your dog"]

@@ -211,6 +211,16 @@ def acknowledgement(
     rule: Mapping[str, Any] | None = None,
 ) -> str:
     """The phrase for what was heard, noted in `memory` so it is not said again soon."""
+    return acknowledged(emotions, memory, rng, rule)[0]
+
+
+def acknowledged(
+    emotions: Mapping[str, float] | None,
+    memory: PhraseMemory,
+    rng: random.Random,
+    rule: Mapping[str, Any] | None = None,
+) -> tuple[str, Decision]:
+    """The phrase and the rule's decision (the level named, for the log)."""
     decision = decide(shipped_rule() if rule is None else rule, emotions)
     if decision.level == "exact" and decision.label:
         templates: tuple[str, ...] = NAMED[family_of(decision.label) or ""]
@@ -218,8 +228,15 @@ def acknowledgement(
         templates = tuple(phrases_for(decision))
     if not memory.fresh(templates) and memory.fresh(NEUTRAL):
         templates = NEUTRAL  # all of this level's phrases said lately: reflect rather than repeat
+        decision = Decision("neutral")
     phrase = memory.choose(templates, rng)
-    if decision.level == "exact" and decision.label and templates is not NEUTRAL:
+    if decision.level == "exact" and decision.label:
         phrase = phrase.format(feeling=FEELING_WORDS[decision.label])
     memory.note(phrase)
-    return phrase
+    return phrase, decision
+
+
+def logged(decision: Decision) -> str:
+    """An `acknowledged` event's detail: the level named and what it named ("valence:negative",
+    "neutral")."""
+    return f"{decision.level}:{decision.label}" if decision.label else decision.level

@@ -22,7 +22,7 @@ import sqlite_utils
 
 from companion.clock import iso, utc_now
 from companion.engine import answers, confirm
-from companion.engine.acknowledge import acknowledgement
+from companion.engine.acknowledge import acknowledged, logged
 from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
 from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
 from companion.engine.memory import note_recall, phrase_memory, recall_for
@@ -282,7 +282,9 @@ class SessionRun:
 
     def acknowledge(self, text: str) -> str:
         emotions = self.chooser.understand(text)
-        return acknowledgement(emotions, self.memory, self.rng)
+        phrase, decision = acknowledged(emotions, self.memory, self.rng)
+        log_event(self.db, "acknowledged", logged(decision), session_id=self.session_id)
+        return phrase
 
     def story_sharing(self) -> str:
         topics = self.protocol.topics  # rotated: each participant starts at a different topic

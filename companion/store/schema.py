@@ -147,9 +147,11 @@ _TABLES = (
         _c("ts", T, f"When it happened; {UTC_TS}"),
         _c("level", T, "Severity", "info", "warning", "error"),
         _c("kind", T, "What happened (session_started, session_completed, ...; story_recalled: "
-                      "the session's invitation referred back to an earlier story)"),
+                      "the session's invitation referred back to an earlier story; acknowledged: "
+                      "the companion acknowledged the story told so far)"),
         _c("detail", T, "Details (free text; story_recalled: the sessions.id whose story was "
-                        "recalled)"),
+                        "recalled; acknowledged: the level named and what, exact:EMOTION, "
+                        "family:FAMILY, valence:positive|negative or neutral)"),
         _c("session_id", INT, "sessions.id the event belongs to, if any"),
     )),
     Table("story_embeddings", "The bank encoded by the model, per model version", (
