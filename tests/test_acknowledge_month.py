@@ -105,8 +105,10 @@ def test_each_acknowledgement_logs_the_level_it_named(month) -> None:
     from companion.engine.acknowledge import VALENCE as VALENCE_PHRASES
 
     db = month.db
-    said = db.execute("SELECT session_id, text FROM turns WHERE speaker = 'companion' AND "
-                      "purpose IN ('follow_up', 'acknowledgement') ORDER BY id").fetchall()
+    said = db.execute(
+        "SELECT session_id, text FROM turns WHERE speaker = 'companion' AND "
+        "purpose IN ('follow_up', 'acknowledgement') ORDER BY id"
+    ).fetchall()
     logged = db.execute("SELECT session_id, detail FROM events WHERE kind = 'acknowledged' "
                         "ORDER BY id").fetchall()  # fmt: skip
     assert [s for s, _ in said] == [s for s, _ in logged] and len(said) >= 40
