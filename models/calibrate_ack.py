@@ -138,6 +138,12 @@ def train_fold(data: Path, cfg_json: str, folds: int, k: int, out: Path) -> None
     log.info("fold %d of %d trained: %s", k + 1, folds, out)
 
 
+def build_quant() -> dict:
+    import build
+
+    return build.QUANT
+
+
 def ackrule_folds(labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
     """Stratified fold of each row: the same assignment as build.py's cross-validation."""
     rng = np.random.default_rng(seed)
@@ -162,6 +168,11 @@ def main() -> None:
     ap.add_argument("--fold-out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--config", help=argparse.SUPPRESS)
     ap.add_argument("--precision", type=float, default=0.9, help="target precision")
+    ap.add_argument(
+        "--select",
+        action="store_true",
+        help="choose probability or margin per level by an inner cross-validation",
+    )
     ap.add_argument("--scratch", type=Path, default=HERE / ".build")
     ap.add_argument("--out", type=Path, default=RULE_PATH)
     args = ap.parse_args()
@@ -174,29 +185,35 @@ def main() -> None:
     probs = oof_probabilities(args.data, sidecar, args.folds, args.jobs, args.scratch)
     labels = [EMOTIONS[i] for i in read_emotion_csv(args.data)[0]]
     rows = [dict(zip(EMOTIONS, map(float, p), strict=True)) for p in probs]
-    # Outer CV of the rule itself: thresholds fitted on k-1 folds, scored on the held-out one.
+    # Outer CV of the rule itself: strength measures chosen (inner CV) and thresholds fitted on
+    # k-1 folds, scored on the held-out one.
     fold_of = ackrule_folds(np.asarray([EMOTIONS.index(x) for x in labels]), args.rule_folds, 7)
     per_fold, held_out = [], [None] * len(rows)
     for k in range(args.rule_folds):
         train = [i for i in range(len(rows)) if fold_of[i] != k]
         test = [i for i in range(len(rows)) if fold_of[i] == k]
-        rule = ackrule.fit([rows[i] for i in train], [labels[i] for i in train], args.precision)
+        train_rows, train_labels = [rows[i] for i in train], [labels[i] for i in train]
+        by = ackrule.select_by(train_rows, train_labels, args.precision) if args.select else None
+        rule = ackrule.fit(train_rows, train_labels, args.precision, by)
         decisions = [ackrule.decide(rule, rows[i]) for i in test]
         for i, d in zip(test, decisions, strict=True):
             held_out[i] = d
         scores = ackrule.score(decisions, [labels[i] for i in test])
         per_fold.append(scores)
-        print(json.dumps({"fold": k + 1, **scores}))
+        print(json.dumps({"fold": k + 1, **scores, "by": rule["by"]}))
     overall = ackrule.score(held_out, labels)  # type: ignore[arg-type]
     print(json.dumps({"fold": "all", **overall}))
-    final = ackrule.fit(rows, labels, args.precision)
+    by = ackrule.select_by(rows, labels, args.precision) if args.select else None
+    final = ackrule.fit(rows, labels, args.precision, by)
+    command = f"python models/calibrate_ack.py --data {args.data}" + " --select" * args.select
     final.update(
         model_sha256=sidecar["sha256"],
         model=sidecar["file"],
         data=args.data.name,
+        quantization=build_quant(),
         calibrated_on=f"out-of-fold probabilities, {args.folds}-fold",
         cross_validated={"folds": per_fold, "overall": overall},
-        command="python models/calibrate_ack.py --data " + str(args.data),
+        command=command,
     )
     args.out.write_text(json.dumps(final, indent=1) + "\n")
     print(f"wrote {args.out}")

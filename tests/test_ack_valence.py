@@ -16,7 +16,7 @@ from companion.engine.acknowledge import (
     phrases_for,
 )
 from companion.engine.acknowledge import VALENCE as PHRASES
-from companion.engine.ackrule import Decision, decide, fit, parse_rule, score
+from companion.engine.ackrule import Decision, candidates, decide, fit, parse_rule, score, select_by
 from companion.engine.variety import PhraseMemory
 from companion.errors import ConfigError
 
@@ -138,3 +138,43 @@ def test_a_malformed_rule_is_one_clear_error() -> None:
         parse_rule('{"by": {"exact": "median"}}', "rule.json")
     old = parse_rule('{"exact": {"sad": 0.5}, "family": {}}', "rule.json")
     assert old["valence"] == {} and old["by"] == {}  # a rule from before valence names none
+
+
+def close_calls(seed: int, n: int = 1500) -> tuple[list[dict[str, float]], list[str]]:
+    """Rows where only the top emotion's lead over the runner-up tells whether it is right:
+    a clear lead is right; a close call (the truth second as often as first) has the higher
+    top probability. The two are of opposite valence, so no level can name a close call (the
+    rest of the mass is on emotions of no valence)."""
+    rng = random.Random(seed)
+    rows, truths = [], []
+    neither = [e for e in EMOTIONS if valence_of(e) is None]
+
+    def dist(**mass: float) -> dict[str, float]:
+        rest = (1.0 - sum(mass.values())) / len(neither)
+        return dict.fromkeys(EMOTIONS, 0.0) | dict.fromkeys(neither, rest) | mass
+
+    for _ in range(n):
+        truth = rng.choice(POSITIVE + NEGATIVE)
+        other = rng.choice(NEGATIVE if truth in POSITIVE else POSITIVE)
+        if rng.random() < 0.5:  # a clear lead: right
+            rows.append(dist(**{truth: rng.uniform(0.45, 0.5), other: 0.05}))
+        else:
+            p = rng.uniform(0.55, 0.6)
+            top, second = (truth, other) if rng.random() < 0.5 else (other, truth)
+            rows.append(dist(**{top: p, second: p - 0.03}))
+        truths.append(truth)
+    return rows, truths
+
+
+def test_margin_is_chosen_where_the_lead_tells_more_than_the_probability() -> None:
+    rows, truths = close_calls(seed=7)
+    by = select_by(rows, truths, 0.9)
+    assert "margin" in by.values(), by
+    test_rows, test_truths = close_calls(seed=8)
+    rule, plain_rule = fit(rows, truths, 0.9, by), fit(rows, truths, 0.9)
+    chosen = score([decide(rule, p) for p in test_rows], test_truths)
+    plain = score([decide(plain_rule, p) for p in test_rows], test_truths)
+    assert chosen["right_named"] >= 0.9 and chosen["named"] > 0.4, chosen
+    assert plain["named"] < chosen["named"] - 0.3, plain
+    assert candidates()[0] == {"exact": "prob", "family": "prob", "valence": "prob"}
+    assert len(candidates()) == 8

@@ -159,6 +159,68 @@ def fit(
     return rule
 
 
+def folds_of(truths: Sequence[str], folds: int) -> list[int]:
+    """A fold for each row, stratified by its emotion (deterministic: the rows' own order)."""
+    seen: dict[str, int] = {}
+    out = []
+    for t in truths:
+        out.append(seen.get(t, 0) % folds)
+        seen[t] = seen.get(t, 0) + 1
+    return out
+
+
+def cross_validate(
+    rows: Sequence[Mapping[str, float]],
+    truths: Sequence[str],
+    precision: float,
+    fold_of: Sequence[int],
+    by: Mapping[str, str] | None = None,
+) -> tuple[list[Decision], list[dict[str, float | int | None]]]:
+    """Each row's decision by a rule fitted without its fold, and the score of each fold."""
+    held: list[Decision] = [Decision("neutral")] * len(rows)
+    per_fold = []
+    for k in sorted(set(fold_of)):
+        train = [i for i, f in enumerate(fold_of) if f != k]
+        test = [i for i, f in enumerate(fold_of) if f == k]
+        rule = fit([rows[i] for i in train], [truths[i] for i in train], precision, by)
+        for i in test:
+            held[i] = decide(rule, rows[i])
+        per_fold.append(score([held[i] for i in test], [truths[i] for i in test]))
+    return held, per_fold
+
+
+def candidates() -> list[dict[str, str]]:
+    """Every way of measuring strength: probability or margin, per level."""
+    combos: list[dict[str, str]] = [{}]
+    for level in LEVELS:
+        combos = [c | {level: s} for c in combos for s in STRENGTHS]
+    return combos
+
+
+def select_by(
+    rows: Sequence[Mapping[str, float]], truths: Sequence[str], precision: float, folds: int = 4
+) -> dict[str, str]:
+    """The strength measures (`by`) that name the most held-out rows in an inner
+    cross-validation on `rows` while staying precise at every level: part of the fitting, so an
+    outer cross-validation of fit(select_by(...)) measures the choice too."""
+    fold_of = folds_of(truths, folds)
+    best, best_key = {level: "prob" for level in LEVELS}, (-1.0,)
+    for by in candidates():
+        held, _ = cross_validate(rows, truths, precision, fold_of, by)
+        result = score(held, truths)
+        # the most named; at equal coverage, the more specific naming
+        key = tuple(float(result[k] or 0) for k in ("named", "named_exact", "named_family"))
+        if precise(result, precision) and key > best_key:
+            best, best_key = by, key
+    return best
+
+
+def precise(result: Mapping[str, float | int | None], precision: float) -> bool:
+    """Whether every level that named something was right at least `precision` of the time."""
+    rights = [result[f"right_{level}"] for level in LEVELS]
+    return all(r is None or r >= precision for r in rights)
+
+
 def load_rule() -> dict[str, Any]:
     """The shipped rule (companion/data/acknowledge_rule.json)."""
     text = resources.files("companion.data").joinpath(RULE_FILE).read_text("utf-8")
