@@ -204,7 +204,8 @@ def select_by(
     cross-validation on `rows` while staying precise at every level: part of the fitting, so an
     outer cross-validation of fit(select_by(...)) measures the choice too."""
     fold_of = folds_of(truths, folds)
-    best, best_key = {level: "prob" for level in LEVELS}, (-1.0,)
+    best: dict[str, str] = {level: "prob" for level in LEVELS}
+    best_key: tuple[float, ...] = (-1.0,)
     for by in candidates():
         held, _ = cross_validate(rows, truths, precision, fold_of, by)
         result = score(held, truths)
