@@ -64,7 +64,8 @@ def model_eval(csv_path, matching_path, ack_path, protocol_path, semantic, emoti
                model_path) -> None:  # fmt: skip
     """On a labelled CSV, one JSON line: --emotions {n, top1, top3, macro_f1}; --matching
     {n, p_at_1, p_at_5, cosine, emotion_only}; --acknowledgements {n, named_exact,
-    named_family, neutral, right_exact, right_family, right_named}."""
+    named_family, named_valence, named, neutral, right_exact, right_family, right_valence,
+    right_named}."""
     import json
     from pathlib import Path
 

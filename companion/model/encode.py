@@ -215,7 +215,8 @@ def evaluate_acknowledgements(
     encoder: Encoder, csv_path: Path, rule: dict | None = None
 ) -> dict[str, float | int | None]:
     """How the acknowledgement rule (default: the shipped one) names feelings on a labelled CSV
-    (same format as `evaluate_emotions`): fractions named exactly, by family and not at all,
+    (same format as `evaluate_emotions`): fractions named exactly, by family, by valence and not
+    at all,
     and the precision of each at the level named (`engine.ackrule.score`)."""
     from companion.engine.ackrule import decide, load_rule, score
 
