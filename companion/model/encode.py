@@ -216,8 +216,7 @@ def evaluate_acknowledgements(
 ) -> dict[str, float | int | None]:
     """How the acknowledgement rule (default: the shipped one) names feelings on a labelled CSV
     (same format as `evaluate_emotions`): fractions named exactly, by family, by valence and not
-    at all,
-    and the precision of each at the level named (`engine.ackrule.score`)."""
+    at all, and the precision of each at the level named (`engine.ackrule.score`)."""
     from companion.engine.ackrule import decide, load_rule, score
 
     labels, texts = read_emotion_csv(Path(csv_path))
