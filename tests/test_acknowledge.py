@@ -174,3 +174,28 @@ def test_calibration_is_one_documented_command() -> None:
     script = (REPO / "models" / "calibrate_ack.py").read_text()
     assert "companion/data/acknowledge_rule.json" in script
     assert ackrule.load_rule()["command"].startswith("python models/calibrate_ack.py --data")
+
+
+def test_calibration_reuses_fold_models_across_quantization_schemes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fold models are keyed by data, config and folds only; their int8 scores also by the
+    quantization scheme, so a new scheme re-quantizes the cached fp32 exports, never retrains."""
+    import importlib.util
+    import sys
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts models/ first on it
+    spec = importlib.util.spec_from_file_location("calibrate_ack", REPO / "models/calibrate_ack.py")
+    assert spec and spec.loader
+    calibrate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(calibrate)
+    data = tmp_path / "d.csv"
+    data.write_text("label,content\n1,x\n")
+    today = {"method": "onnxruntime dynamic", "weight_type": "QInt8", "per_channel": True}
+    other = today | {"per_channel": False}
+    train, quant = calibrate.cache_keys(data, '{"seed": 1}', 3, today)
+    new_train, new_quant = calibrate.cache_keys(data, '{"seed": 1}', 3, other)
+    assert new_train == train and new_quant != quant
+    assert calibrate.cache_keys(data, '{"seed": 2}', 3, today)[0] != train
+    assert calibrate.cache_keys(data, '{"seed": 1}', 3, dict(reversed(today.items()))) == (
+        train, quant)  # fmt: skip
