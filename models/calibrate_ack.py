@@ -88,7 +88,8 @@ def oof_probabilities(
         logits += np.load(out)
     z = logits - logits.max(1, keepdims=True)
     probs = np.exp(z) / np.exp(z).sum(1, keepdims=True)
-    np.savez(cache, probs=probs, config=cfg_json, quant=json.dumps(build.QUANT, sort_keys=True))
+    quant = json.dumps(build.QUANT, sort_keys=True)
+    np.savez(cache, probs=probs, config=cfg_json, quant=quant, model=sidecar["sha256"])
     log.info("cached %s", cache)
     return probs
 
