@@ -52,7 +52,7 @@ AGE = re.compile(
 # not before a unit ("I was ten minutes late").
 _UNITS = (
     r"minutes?|hours?|days?|weeks?|months?|years?|times?|pounds?|quid|miles?|pence|percent|"
-    r"people|of|or|to|and|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?"
+    r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?"
 )
 SAID_AGE = re.compile(
     rf"\b(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
