@@ -58,12 +58,13 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
         if word == "i":
             chars[m.start()] = "I"
         cue = prev in _PERSON_CUES or (prev == "and" and prev2 == "me")
-        name = gaz.is_name(word) and word not in gaz.ordinary and not common(word)
+        name = gaz.is_name(word) and not gaz.is_ordinary(word) and not common(word)
         if (
             cue
             and not common(word)
             and len(word) > 2
             and word not in _NOT_PROPER
+            and (not gaz.is_ordinary(word) or word in gaz.people)  # "my son keeps"; "son mark"
             or (
                 prev in _PLACE_CUES
                 and word in gaz.places
@@ -94,18 +95,23 @@ _TITLES = re.compile(
 )
 
 
-def pet_names(text: str) -> list[Span]:
+def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
     """The word after "our dog" / "the cat called" in text without capitals, unless it is a
     verb or function word that a story puts there."""
     spans, words = [], list(_WORD.finditer(text))
     for i, m in enumerate(words[:-1]):
-        if _base(m.group(0)) not in _PETS:
+        if m.group(0) not in _PETS:  # "the dog's tail" is no name
             continue
         nxt = words[i + 1]
         if nxt.group(0) in ("called", "named") and i + 2 < len(words):
             nxt = words[i + 2]
         word = _base(nxt.group(0))
-        if word not in _NOT_PET_NAMES and not word.endswith("ed") and len(word) > 1:
+        if (
+            word not in _NOT_PET_NAMES
+            and not word.endswith(("ed", "n't"))
+            and not (word.endswith("s") and gaz.is_ordinary(word) and word not in gaz.people)
+            and len(word) > 1
+        ):  # "our dog keeps", "the cat hasn't"
             spans.append(Span(nxt.start(), nxt.start() + len(word), "PET"))
     return spans
 
@@ -120,7 +126,8 @@ def widen(
 
     def unknown(i: int) -> bool:
         w = _base(words[i].group(0))
-        return (0 <= i < len(words) and w not in gaz.ordinary and not common(w)
+        return (0 <= i < len(words) and (not gaz.is_ordinary(w) or w in gaz.people)
+                and not common(w)
                 and w not in _NOT_PROPER and len(w) > 1)  # fmt: skip
 
     if lower:  # "maureen and I", "me and jean-claude" (the latter is a truecase cue)

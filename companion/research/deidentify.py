@@ -50,6 +50,9 @@ LOST_DOTS = re.compile(rf"\b(?:[a-z][\w-]*\s)?[\w+-]+@[\w-]+(?:\s(?:{_TLD})\b)+"
 PHONE = re.compile(
     r"(?<![\w])(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]{0,3}){2,4}\d{2,4}(?![\w])"
 )
+NAMED_STREET = re.compile(
+    rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STREET_WORDS.title()})\b"
+)
 ADDRESS = re.compile(
     rf"\b\d{{1,5}}[a-z]?,?\s+(?:[A-Za-z][\w'-]*\s+){{1,4}}(?:{_STREET_WORDS})\b",
     re.IGNORECASE,
@@ -131,6 +134,7 @@ WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     ("EMAIL", EMAIL),
     ("ADDRESS", ADDRESS),
     ("ADDRESS", POSTCODE),
+    ("ADDRESS", NAMED_STREET),
     *(("DATE", p) for p in DATES),
     ("ID", ID),
     ("ID", GROUPED_ID),
@@ -154,12 +158,13 @@ class Redactor:
     def method(self) -> str:
         return f"patterns+ner ({self.ner.name})" if self.ner else "patterns"
 
-    def spans(self, text: str) -> list[Span]:
+    def spans(self, text: str, lower_rules: bool = True) -> list[Span]:
         found = [Span(m.start(), m.end(), label) for label, p in WRITTEN for m in p.finditer(text)]
         found += [Span(m.start(), m.end(), "PHONE") for m in PHONE.finditer(text) if _phone(m)]
         found += _name_rules(text)
         if not any(c.isupper() for c in text):
-            found += _lower_names(text)
+            if lower_rules:  # without the gazetteer; with it, `casing` reads the context
+                found += _lower_names(text)
             upper = text.upper()  # ids and groups as a recogniser writes them: "qq123456c"
             found += [Span(m.start(), m.end(), "ID") for p in (ID, GROUPED_ID)
                       for m in p.finditer(upper)]  # fmt: skip
@@ -177,9 +182,9 @@ class Redactor:
         """Every span to redact in each text (the NER pipeline runs over all in batches).
         With the pipeline, the gazetteer adds names and places, and text without capitals
         is read through a truecased copy (`casing`)."""
-        found = [self.spans(text) for text in texts]
         if not use_ner or self.ner is None:
-            return found
+            return [self.spans(text) for text in texts]
+        found = [self.spans(text, lower_rules=False) for text in texts]
         gaz = load_gazetteer()
         views = []
         for text, spans in zip(texts, found, strict=True):
@@ -188,7 +193,7 @@ class Redactor:
                 views.append(text)
                 continue
             view, names = truecase(text, gaz, _common)
-            spans += names + _name_rules(view) + pet_names(text)
+            spans += names + _name_rules(view) + pet_names(text, gaz)
             views.append(view)
         for spans, entities in zip(found, self.ner.spans(views), strict=True):
             spans += entities

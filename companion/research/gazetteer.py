@@ -63,6 +63,12 @@ FILES = {
 }
 
 
+# Inflections back to a base form: keeps, stole(n), graduated, neighbors, hasn't, riding.
+_SUFFIXES = [("s", ""), ("es", ""), ("ies", "y"), ("ed", ""), ("ed", "e"), ("d", ""),
+             ("ing", ""), ("ing", "e"), ("n't", ""), ("'s", ""), ("ly", ""), ("er", ""),
+             ("est", ""), ("ied", "y")]  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Gazetteer:
     """Lower-case word sets. `people` and `places` hold single words (a multi-word place
@@ -75,6 +81,15 @@ class Gazetteer:
 
     def is_name(self, word: str) -> bool:
         return word in self.people or word in self.places
+
+    def is_ordinary(self, word: str) -> bool:
+        """An English word, inflected or not (Webster's lists only the base forms)."""
+        if word in self.ordinary:
+            return True
+        for suffix, repl in _SUFFIXES:
+            if word.endswith(suffix) and word[: -len(suffix)] + repl in self.ordinary:
+                return True
+        return False
 
     def label(self, word: str) -> str:
         return "PLACE" if word in self.place_names else "PERSON"
