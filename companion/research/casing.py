@@ -28,10 +28,13 @@ _PERSON_CUES = _set(
     "granddaughter grandchild grandma grandad granddad grandpa granny nan nana niece nephew "
     "cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
     "stepson stepdaughter fiance fiancee auntie aunt uncle mr mrs ms miss mister missus dr "
-    "doctor nurse vicar reverend father teacher called named rang phoned texted visited dog "
-    "cat puppy kitten pony horse rabbit budgie parrot hamster tortoise little old "
+    "doctor nurse vicar reverend father teacher called named rang phoned texted visited "
+    "little old "
     "law"  # "my brother in law trevor"
 )
+# After a title even an ordinary word is a name ("mr brown", "mister pickwick"); after a
+# relation it must be a known name ("my son keeps" is no name, "my son mark" is).
+_TITLE_CUES = _set("mr mrs ms miss mister missus dr auntie aunt uncle reverend")
 _PLACE_CUES = _set("in from to near at via outside around visit visited")
 # Capitalised words that are neither names nor places (typed text).
 _NOT_PROPER = _set(
@@ -64,7 +67,7 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
             and not common(word)
             and len(word) > 2
             and word not in _NOT_PROPER
-            and (not gaz.is_ordinary(word) or word in gaz.people)  # "my son keeps"; "son mark"
+            and (not gaz.is_ordinary(word) or word in gaz.people or prev in _TITLE_CUES)
             or (
                 prev in _PLACE_CUES
                 and word in gaz.places

@@ -27,7 +27,7 @@ from companion.errors import ConfigError
 from companion.files import open_private, private_dir
 from companion.research import spoken
 from companion.research.casing import pet_names, truecase, typed_names, widen
-from companion.research.gazetteer import load_gazetteer
+from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.ner import Pipeline, Span
 
 SALT_NAME = "export_salt"
@@ -153,10 +153,11 @@ class Redactor:
 
     names: tuple[str, ...] = ()
     ner: Pipeline | None = None
+    gazetteer: Gazetteer | None = None  # used with `ner` (both are the deidentify extra)
 
     @property
     def method(self) -> str:
-        return f"patterns+ner ({self.ner.name})" if self.ner else "patterns"
+        return f"patterns+ner ({self.ner.name})+gazetteers" if self.ner else "patterns"
 
     def spans(self, text: str, lower_rules: bool = True) -> list[Span]:
         found = [Span(m.start(), m.end(), label) for label, p in WRITTEN for m in p.finditer(text)]
@@ -182,10 +183,10 @@ class Redactor:
         """Every span to redact in each text (the NER pipeline runs over all in batches).
         With the pipeline, the gazetteer adds names and places, and text without capitals
         is read through a truecased copy (`casing`)."""
-        if not use_ner or self.ner is None:
+        gaz = self.gazetteer
+        if not use_ner or self.ner is None or gaz is None:
             return [self.spans(text) for text in texts]
         found = [self.spans(text, lower_rules=False) for text in texts]
-        gaz = load_gazetteer()
         views = []
         for text, spans in zip(texts, found, strict=True):
             if any(c.isupper() for c in text):
@@ -195,7 +196,11 @@ class Redactor:
             view, names = truecase(text, gaz, _common)
             spans += names + _name_rules(view) + pet_names(text, gaz)
             views.append(view)
-        for spans, entities in zip(found, self.ner.spans(views), strict=True):
+        for text, view, spans, entities in zip(
+            texts, views, found, self.ner.spans(views), strict=True
+        ):
+            if view is not text:  # no capitals: a guess on words left lower case is weak
+                entities = [e for e in entities if not _all_ordinary(view, e, gaz)]
             spans += entities
         return [widen(text, spans, gaz, _common) for text, spans in zip(texts, found, strict=True)]
 
@@ -215,6 +220,12 @@ def _ordinary() -> frozenset[str]:
     # Only words written in lower case there: the names in our stories are not ordinary.
     words = set(re.findall(r"\b[a-z][a-z']*", text)) | set(_GLUE.split("|"))
     return frozenset(words)
+
+
+def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
+    """Every word of the span in lower case in the truecased copy and an ordinary word."""
+    words = view[span.start : span.end].split()
+    return all(w.islower() and gaz.is_ordinary(w.strip("'-")) for w in words)
 
 
 def _common(word: str) -> bool:
@@ -272,7 +283,8 @@ def redactor_for(names: Iterable[str | None], ner: Pipeline | None = None) -> Re
             continue
         out.add(name.strip())
         out.update(part for part in re.split(r"\s+", name.strip()) if len(part) >= 2)
-    return Redactor(tuple(sorted(out, key=len, reverse=True)), ner)
+    gazetteer = load_gazetteer() if ner is not None else None  # fails before anything is written
+    return Redactor(tuple(sorted(out, key=len, reverse=True)), ner, gazetteer)
 
 
 def load_names_file(path: Path) -> list[str]:
