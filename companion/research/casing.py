@@ -155,7 +155,8 @@ def widen(
 
 
 def typed_names(text: str, gaz: Gazetteer) -> list[Span]:
-    """Capitalised words inside a sentence that the gazetteer knows as names or places."""
+    """Capitalised words inside a sentence that the gazetteer knows as names or places, or
+    that are no English word."""
     spans = []
     for m in _WORD.finditer(text):
         word = m.group(0)
@@ -165,7 +166,7 @@ def typed_names(text: str, gaz: Gazetteer) -> list[Span]:
         if not before or before[-1] in ".!?\"'(:;\n":
             continue  # a sentence's first word is capitalised anyway
         base = _base(word)
-        if base in _NOT_PROPER or not gaz.is_name(base):
-            continue
+        if base in _NOT_PROPER or not (gaz.is_name(base) or not gaz.is_ordinary(base)):
+            continue  # known as a name or place, or no English word at all ("Oduya")
         spans.append(Span(m.start(), m.start() + len(base), gaz.label(base)))
     return spans
