@@ -29,7 +29,12 @@ _YEAR = (
 )
 
 # Six or more digit words in a row (phone numbers, ids), with "double"/"triple" counted once.
-SPOKEN_DIGITS = re.compile(rf"\b{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}\b", re.IGNORECASE)
+# Letters read out around them belong to the number ("q q one two three four five six c",
+# a national insurance number); "a" and "i" are words, not letters, before it.
+SPOKEN_DIGITS = re.compile(
+    rf"\b(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}(?:\s+(?![ai]\b)[a-z]\b)?",
+    re.IGNORECASE,
+)
 _WORD = r"[a-z0-9][a-z0-9_-]*"
 SPOKEN_EMAIL = re.compile(
     rf"\b{_WORD}(?:\s+(?:dot|underscore|dash|hyphen)\s+{_WORD})*\s+at\s+{_WORD}"
