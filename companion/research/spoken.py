@@ -32,7 +32,7 @@ _YEAR = (
 # Letters read out around them belong to the number ("q q one two three four five six c",
 # a national insurance number); "a" and "i" are words, not letters, before it.
 SPOKEN_DIGITS = re.compile(
-    rf"\b(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}(?:\s+(?![ai]\b)[a-z]\b)?",
+    rf"\b(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}\b(?:\s+(?![ai]\b)[a-z]\b)?",
     re.IGNORECASE,
 )
 _WORD = r"[a-z0-9][a-z0-9_-]*"
