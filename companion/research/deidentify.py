@@ -26,6 +26,8 @@ from typing import Any
 from companion.errors import ConfigError
 from companion.files import open_private, private_dir
 from companion.research import spoken
+from companion.research.casing import pet_names, truecase, typed_names, widen
+from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.ner import Pipeline, Span
 
 SALT_NAME = "export_salt"
@@ -41,8 +43,16 @@ _STREET_WORDS = (
 )
 
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+# The same with its dots lost ("ann lee@mail co uk"): the word before is its first part.
+_TLD = r"com|co|uk|org|net|ac|gov|nhs|edu|ie|de|fr|info|me|io"
+LOST_DOTS = re.compile(rf"\b(?:[a-z][\w-]*\s)?[\w+-]+@[\w-]+(?:\s(?:{_TLD})\b)+", re.IGNORECASE)
 # Phone numbers: 7+ digits with optional country code and separators.
-PHONE = re.compile(r"(?<![\w])(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]?){2,4}\d{2,4}(?![\w])")
+PHONE = re.compile(
+    r"(?<![\w])(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]{0,3}){2,4}\d{2,4}(?![\w])"
+)
+NAMED_STREET = re.compile(
+    rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STREET_WORDS.title()})\b"
+)
 ADDRESS = re.compile(
     rf"\b\d{{1,5}}[a-z]?,?\s+(?:[A-Za-z][\w'-]*\s+){{1,4}}(?:{_STREET_WORDS})\b",
     re.IGNORECASE,
@@ -58,7 +68,7 @@ DATES = [
 
 # "Mr. Morgan", "my name is Zelda Quixote": a title or an introduction before a name.
 _TITLED = re.compile(
-    r"\b(?:mr|mister|mrs|missus|ms|miss|mx|dr|doctor|nurse|uncle|aunt|auntie|grandma|grandpa|"
+    r"\b(?i:mr|mister|mrs|missus|ms|miss|mx|dr|doctor|nurse|uncle|aunt|auntie|grandma|grandpa|"
     r"grandad|granddad|granny|nan|sister|"
     r"brother|father|sir|dame|lady|lord)\.?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
 )
@@ -108,6 +118,8 @@ _LOWER_NAMED = re.compile(
     r"(?:\s+(?:called|named))?|rang|phoned|texted|visited|named|called)\s+"
     r"([a-z][\w'-]+(?:\s+[a-z][\w'-]+)?)"
 )
+# "Pickles's birthday": someone's birthday names someone (or a pet).
+_BIRTHDAY = re.compile(r"\b([A-Za-z][\w-]+)'s?\s+birthday\b")
 # Mixed letters and at least three digits: national insurance, NHS or account numbers,
 # written as one token or in groups ("PN 88213 774", "QQ 12 34 56 C").
 ID = re.compile(r"\b(?=[A-Z0-9-]*\d[A-Z0-9-]*\d[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9-]{5,}\b")
@@ -122,6 +134,7 @@ WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     ("EMAIL", EMAIL),
     ("ADDRESS", ADDRESS),
     ("ADDRESS", POSTCODE),
+    ("ADDRESS", NAMED_STREET),
     *(("DATE", p) for p in DATES),
     ("ID", ID),
     ("ID", GROUPED_ID),
@@ -140,19 +153,25 @@ class Redactor:
 
     names: tuple[str, ...] = ()
     ner: Pipeline | None = None
+    gazetteer: Gazetteer | None = None  # used with `ner` (both are the deidentify extra)
 
     @property
     def method(self) -> str:
-        return f"patterns+ner ({self.ner.name})" if self.ner else "patterns"
+        return f"patterns+ner ({self.ner.name})+gazetteers" if self.ner else "patterns"
 
-    def spans(self, text: str) -> list[Span]:
+    def spans(self, text: str, lower_rules: bool = True) -> list[Span]:
         found = [Span(m.start(), m.end(), label) for label, p in WRITTEN for m in p.finditer(text)]
         found += [Span(m.start(), m.end(), "PHONE") for m in PHONE.finditer(text) if _phone(m)]
-        for pattern in (_TITLED, _INTRODUCED, _RELATED, _CONTACT, _SUBJECT):
-            found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
-        found += [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
+        found += _name_rules(text)
         if not any(c.isupper() for c in text):
-            found += _lower_names(text)
+            if lower_rules:  # without the gazetteer; with it, `casing` reads the context
+                found += _lower_names(text)
+            upper = text.upper()  # ids and groups as a recogniser writes them: "qq123456c"
+            found += [Span(m.start(), m.end(), "ID") for p in (ID, GROUPED_ID)
+                      for m in p.finditer(upper)]  # fmt: skip
+            found += [Span(m.start(), m.end(), "EMAIL") for m in LOST_DOTS.finditer(text)]
+        found += [Span(m.start(1), m.end(1), "PERSON") for m in _BIRTHDAY.finditer(text)
+                  if m.group(1).lower() not in _ordinary()]  # fmt: skip
         for label, pattern in spoken.GROUPED:
             found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
         for name in self.names:
@@ -161,12 +180,29 @@ class Redactor:
         return found
 
     def spans_many(self, texts: list[str], use_ner: bool = True) -> list[list[Span]]:
-        """Every span to redact in each text (the NER pipeline runs over all in batches)."""
-        found = [self.spans(text) for text in texts]
-        if use_ner and self.ner is not None:
-            for spans, entities in zip(found, self.ner.spans(texts), strict=True):
-                spans += entities
-        return found
+        """Every span to redact in each text (the NER pipeline runs over all in batches).
+        With the pipeline, the gazetteer adds names and places, and text without capitals
+        is read through a truecased copy (`casing`)."""
+        gaz = self.gazetteer
+        if not use_ner or self.ner is None or gaz is None:
+            return [self.spans(text) for text in texts]
+        found = [self.spans(text, lower_rules=False) for text in texts]
+        views = []
+        for text, spans in zip(texts, found, strict=True):
+            if any(c.isupper() for c in text):
+                spans += typed_names(text, gaz)
+                views.append(text)
+                continue
+            view, names = truecase(text, gaz, _common)
+            spans += names + _name_rules(view) + pet_names(text, gaz)
+            views.append(view)
+        for text, view, spans, entities in zip(
+            texts, views, found, self.ner.spans(views), strict=True
+        ):
+            if view is not text:  # no capitals: a guess on words left lower case is weak
+                entities = [e for e in entities if not _all_ordinary(view, e, gaz)]
+            spans += entities
+        return [widen(text, spans, gaz, _common) for text, spans in zip(texts, found, strict=True)]
 
     def redact(self, text: str | None, use_ner: bool = True) -> str | None:
         if not text:
@@ -181,8 +217,27 @@ def _ordinary() -> frozenset[str]:
     data = resources.files("companion.data")
     text = data.joinpath("stories.jsonl").read_text("utf-8")
     text += data.joinpath("default_protocol.toml").read_text("utf-8")
-    words = set(re.findall(r"[a-z][a-z']*", text.lower())) | set(_GLUE.split("|"))
+    # Only words written in lower case there: the names in our stories are not ordinary.
+    words = set(re.findall(r"\b[a-z][a-z']*", text)) | set(_GLUE.split("|"))
     return frozenset(words)
+
+
+def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
+    """Every word of the span in lower case in the truecased copy and an ordinary word."""
+    words = view[span.start : span.end].split()
+    return all(w.islower() and gaz.is_ordinary(w.strip("'-")) for w in words)
+
+
+def _common(word: str) -> bool:
+    return word in _ordinary()
+
+
+def _name_rules(text: str) -> list[Span]:
+    """Names by their context in text with capitals (case-sensitive rules)."""
+    found = []
+    for pattern in (_TITLED, _INTRODUCED, _RELATED, _CONTACT, _SUBJECT):
+        found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
+    return found + [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
 
 
 def _lower_names(text: str) -> list[Span]:
@@ -228,7 +283,8 @@ def redactor_for(names: Iterable[str | None], ner: Pipeline | None = None) -> Re
             continue
         out.add(name.strip())
         out.update(part for part in re.split(r"\s+", name.strip()) if len(part) >= 2)
-    return Redactor(tuple(sorted(out, key=len, reverse=True)), ner)
+    gazetteer = load_gazetteer() if ner is not None else None  # fails before anything is written
+    return Redactor(tuple(sorted(out, key=len, reverse=True)), ner, gazetteer)
 
 
 def load_names_file(path: Path) -> list[str]:

@@ -36,12 +36,10 @@ INSTALL_HINT = "install the deidentify extra: .venv/bin/python -m pip install -e
 LABELS = {"PERSON": "PERSON", "GPE": "PLACE", "LOC": "PLACE", "FAC": "PLACE", "ORG": "ORG",
           "DATE": "DATE"}  # fmt: skip
 # A DATE entity is redacted only when it pins a day or year ("March 3rd", "1982", "the third
-# of May"), not for "yesterday" or "last summer", which identify nobody.
+# of May"), not for "yesterday", "last summer" or "in June", which identify nobody.
 _PINNED_DATE = re.compile(
-    r"\d|january|february|march|april|may|june|july|august|september|october|november|"
-    r"december|monday|tuesday|wednesday|thursday|friday|saturday|sunday|christmas|easter|"
-    r"nineteen|thousand|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|"
-    r"teenth|twentieth|thirtieth",
+    r"\d|monday|tuesday|wednesday|thursday|friday|saturday|sunday|christmas|easter|nineteen|thousand|first|second|third|fourth|fifth|sixth|seventh|"
+    r"eighth|ninth|tenth|teenth|twentieth|thirtieth",
     re.IGNORECASE,
 )
 

@@ -29,7 +29,12 @@ _YEAR = (
 )
 
 # Six or more digit words in a row (phone numbers, ids), with "double"/"triple" counted once.
-SPOKEN_DIGITS = re.compile(rf"\b{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}\b", re.IGNORECASE)
+# Letters read out around them belong to the number ("q q one two three four five six c",
+# a national insurance number); "a" and "i" are words, not letters, before it.
+SPOKEN_DIGITS = re.compile(
+    rf"\b(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}\b(?:\s+(?![ai]\b)[a-z]\b)?",
+    re.IGNORECASE,
+)
 _WORD = r"[a-z0-9][a-z0-9_-]*"
 SPOKEN_EMAIL = re.compile(
     rf"\b{_WORD}(?:\s+(?:dot|underscore|dash|hyphen)\s+{_WORD})*\s+at\s+{_WORD}"
@@ -52,7 +57,7 @@ AGE = re.compile(
 # not before a unit ("I was ten minutes late").
 _UNITS = (
     r"minutes?|hours?|days?|weeks?|months?|years?|times?|pounds?|quid|miles?|pence|percent|"
-    r"people|of|or|to|and|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?"
+    r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?"
 )
 SAID_AGE = re.compile(
     rf"\b(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
@@ -61,10 +66,43 @@ SAID_AGE = re.compile(
     re.IGNORECASE,
 )
 
+# "twenty two hawthorn drive", "on cherry tree avenue": a street said, with or without its
+# number; the words between are not function words ("five miles up the hill" stays).
+_STREET = (
+    r"(?:street|road|avenue|lane|drive|close|crescent|grove|terrace|gardens|way|place|court|"
+    r"row|mews|square|walk|parade|rise|view|hill)"
+)
+_FUNCTION = (
+    r"(?:the|a|an|my|our|his|her|their|your|this|that|of|and|or|to|in|on|at|up|down|by|for|"
+    r"with|from|into|all|some|more|i|we|you|he|she|they|it|was|is|were|are|minutes?|miles?|"
+    r"hours?|days?|weeks?|years?|times?|steps?|doors?|houses?|blocks?)"
+)
+_NAME_WORD = rf"(?!{_FUNCTION}\b)[a-z][\w'-]*"
+SPOKEN_ADDRESS = re.compile(
+    rf"\b(?:{_NUMBER}(?:[\s-]{_UNIT})?|\d{{1,4}})\s+(?:{_NAME_WORD}\s+){{1,3}}{_STREET}\b",
+    re.IGNORECASE,
+)
+_LIVED_ON = re.compile(
+    rf"\b(?:lived|live|living|moved|grew up)\s+(?:on|in|at|off|to)\s+"
+    rf"((?:{_NAME_WORD}\s+){{1,3}}{_STREET})\b",
+    re.IGNORECASE,
+)
+# A postcode read out: "b twenty three five q w", "l s six two q t".
+SPOKEN_POSTCODE = re.compile(
+    rf"\b(?:[a-z]\s+)?[a-z]{{1,2}}\s+(?:{_NUMBER}|{_DIGIT}(?:\s+{_DIGIT})?)\s+(?:[a-z]\s+)?"
+    rf"{_DIGIT}\s+[a-z]\s+[a-z]\b",
+    re.IGNORECASE,
+)
+
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("ADDRESS", SPOKEN_ADDRESS),
+    ("ADDRESS", SPOKEN_POSTCODE),
     ("EMAIL", SPOKEN_EMAIL),
     ("PHONE", SPOKEN_DIGITS),
     *(("DATE", p) for p in SPOKEN_DATES),
     ("AGE", AGE),
 ]
-GROUPED: list[tuple[str, re.Pattern[str]]] = [("AGE", SAID_AGE)]  # the group is the span
+GROUPED: list[tuple[str, re.Pattern[str]]] = [
+    ("AGE", SAID_AGE),
+    ("ADDRESS", _LIVED_ON),
+]  # the group is the span

