@@ -92,8 +92,9 @@ def main() -> None:
         for name in [n for n in paths if n != "fp32 build"]:
             emb, top = outputs(sessions[name], enc, sample)
             cos = np.sum(ref * emb, axis=1)
+            agree = np.mean(top == ref_top)
             print(f"vs fp32 build, {name}, {len(sample)} texts: cosine mean {cos.mean():.4f}, "
-                  f"min {cos.min():.4f}; emotion top-1 agreement {np.mean(top == ref_top):.2%}")  # fmt: skip
+                  f"min {cos.min():.4f}; emotion top-1 agreement {agree:.2%}")  # fmt: skip
 
 
 if __name__ == "__main__":
