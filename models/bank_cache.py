@@ -5,9 +5,15 @@ Run after changing companion/data/stories.jsonl or the model:
 tests/test_empathy.py checks the file matches the stories and the model.
 """
 
-from companion.engine.stories import bundled_stories
-from companion.model.empathy import bank_cache_path, write_bank_cache
-from companion.model.encode import Encoder
+import sys
+from pathlib import Path
+
+# This checkout's package and model, not whichever one the venv's editable install points at.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from companion.engine.stories import bundled_stories  # noqa: E402
+from companion.model.empathy import bank_cache_path, write_bank_cache  # noqa: E402
+from companion.model.encode import Encoder  # noqa: E402
 
 if __name__ == "__main__":
     encoder = Encoder.load()

@@ -161,14 +161,45 @@ def metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
 
 # How the fp32 export becomes the shipped int8 model: one definition, used by the build, the
 # cross-validation and the acknowledgement calibration (calibrate_ack.py keys its cache on it).
-QUANT: dict = {"method": "onnxruntime dynamic", "weight_type": "QInt8", "per_channel": True}
+# reduce_range (7-bit weights): x86 AVX2 without VNNI multiplies u8 activations by s8 weights with
+# vpmaddubsw, whose int16 pair sums saturate at 2*255*127; with |w| <= 64 they cannot
+# (2*255*64 < 32767), so x86 and ARM (exact widening/dot-product kernels) compute the same
+# integers. The graph is fused first (Attention, SkipLayerNorm, BiasGelu, EmbedLayerNorm).
+# "fp32" lists the units kept unquantized, chosen by models/quant_sweep.py (rows 1000-1300 of
+# the dev split; reported on rows 0-300).
+QUANT: dict = {
+    "method": "onnxruntime dynamic",
+    "graph": "onnxruntime.transformers optimizer, model_type bert, 12 heads, hidden 384",
+    "weight_type": "QInt8",
+    "reduce_range": True,
+    "per_channel": True,
+    "fp32": ["layers.2.out"],
+}
 
 
-def quantize(fp32: Path, out: Path) -> None:
-    """The int8 model from an fp32 export, by the scheme QUANT describes."""
+def quantize(fp32: Path, out: Path, keep_fp32: list[str] | None = None) -> None:
+    """The int8 model from an fp32 export, by the scheme QUANT describes (`keep_fp32` overrides
+    QUANT["fp32"], for the sensitivity sweep)."""
+    import tempfile
+
+    from optimize import fuse
+
+    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
+        quantize_fused(fuse(fp32, Path(tmp) / "fused.onnx"), out, keep_fp32)
+
+
+def quantize_fused(fused: Path, out: Path, keep_fp32: list[str] | None = None) -> None:
+    """`quantize` after the fusion step (the sweep fuses once and quantizes many times)."""
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
+    from optimize import unit_nodes
 
-    quantize_dynamic(fp32, out, per_channel=True, weight_type=QuantType.QInt8)
+    units = QUANT["fp32"] if keep_fp32 is None else keep_fp32
+    exclude = unit_nodes(onnx.load(str(fused)).graph, units)
+    quantize_dynamic(fused, out, per_channel=QUANT["per_channel"],
+                     reduce_range=QUANT["reduce_range"], weight_type=QuantType.QInt8,
+                     nodes_to_exclude=exclude,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})  # fmt: skip
 
 
 def export(model: EmpathyModel, out: Path, scratch: Path) -> None:
@@ -240,6 +271,12 @@ def main() -> None:
     ap.add_argument(
         "--cv-from", type=Path, help="JSON line from an earlier --cv-only run of the same config"
     )
+    ap.add_argument(
+        "--state",
+        type=Path,
+        help="weights an earlier run of the same config saved (scratch/NAME-VERSION.pt): "
+        "export and quantize them instead of training",
+    )
     ap.add_argument("--cv-only", action="store_true", help="report CV metrics, write no artifact")
     ap.add_argument(
         "--threads", type=int, default=1, help="torch threads (fixed for reproducibility)"
@@ -263,7 +300,9 @@ def main() -> None:
     ids = tokenize(tok, texts)
     all_idx = np.arange(len(ids))
     seed_all(cfg.seed)
-    teacher, _ = predict(load_pretrained(src, len(EMOTIONS)), ids, all_idx)
+    teacher = np.zeros((len(ids), 384), np.float32)  # the distillation target, for training
+    if not args.state or (args.folds and not args.cv_from):
+        teacher, _ = predict(load_pretrained(src, len(EMOTIONS)), ids, all_idx)
     log.info("%d texts, config %s", len(ids), cfg)
 
     if args.cv_only:
@@ -271,8 +310,14 @@ def main() -> None:
         print(json.dumps({"config": asdict(cfg), "cv": cv}))
         return
 
-    model = train(ids, labels, all_idx, teacher, cfg)
     stem = f"{args.name}-{args.version}"
+    if args.state:  # weights an earlier run of this config saved: re-export, no retraining
+        model = load_pretrained(src, len(EMOTIONS), cfg.dropout)
+        model.load_state_dict(torch.load(args.state))
+        model.eval()
+    else:
+        model = train(ids, labels, all_idx, teacher, cfg)
+        torch.save(model.state_dict(), scratch / f"{stem}.pt")
     onnx_path = HERE / f"{stem}.onnx"
     export(model, onnx_path, scratch)
     tok_path = HERE / f"{stem}.tokenizer.json"

@@ -87,7 +87,9 @@ class EmpathyModel(nn.Module):
         x = self.word(input_ids) + self.position(pos) + self.token_type(torch.zeros_like(input_ids))
         x = self.drop(self.emb_norm(x))
         mask = attention_mask.to(x.dtype)
-        bias = ((1.0 - mask) * -1e4)[:, None, None, :]
+        # Unsqueeze -> Cast -> Sub -> Mul: the order onnxruntime's BERT attention fusion matches
+        # (the same values as masking first and unsqueezing after, which it does not match).
+        bias = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -1e4
         for layer in self.layers:
             x = layer(x, bias)
         m = mask.unsqueeze(-1)

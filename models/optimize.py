@@ -1,112 +1,91 @@
-"""Build-time only (onnx, onnxruntime.transformers): graph variants of the shipped model.
+"""Build-time only (onnx, onnxruntime.transformers): the graph steps of the shipped model.
 
-- `fp32_twin`: the int8 model with every quantized MatMul replaced by a float MatMul of its
-  dequantized weights: the same model in fp32 (what int8 is compared against; its weights carry
-  the int8 rounding, so fidelity figures measure activation quantization only).
-- `fuse`: onnxruntime's transformer optimizer (attention, skip-layer-norm, bias-GELU fusions).
-- `quantize`: dynamic int8 quantization (per channel), optionally keeping some MatMuls in fp32.
+- `fuse`: onnxruntime's transformer optimizer (model_type bert): Attention, SkipLayerNormalization,
+  BiasGelu and EmbedLayerNormalization. Attention fuses because models/minilm.py builds the
+  attention mask in the order the optimizer matches (Unsqueeze, Cast, Sub, Mul).
+- `unit_nodes`: the graph nodes of named units (`layers.I.qkv` ...), fused or not, for
+  build.py's QUANT["fp32"] (the units kept in fp32).
+- `variants`: graph and quantization variants of the fp32 build that tests/bench compares.
 
-    .venv/bin/python models/optimize.py OUT_DIR      # writes the variants tests/bench compares
+    .venv/bin/python models/optimize.py OUT_DIR      # writes the variants, prints their ops
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 import sys
 from pathlib import Path
 
-import numpy as np
 import onnx
-from onnx import helper, numpy_helper
 
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "models" / "companion-empathy-1.onnx"
+FP32_BUILD = REPO / "models" / ".build" / "companion-empathy-1.fp32.onnx"  # from build.py
 HEADS, HIDDEN = 12, 384
 
 
-SHOWN = ("Attention", "SkipLayerNormalization", "BiasGelu", "Gelu", "FastGelu", "MatMulInteger",
-         "DynamicQuantizeMatMul", "MatMul", "LayerNormalization", "FusedMatMul")  # fmt: skip
-
-
-def fp32_twin(src: Path, dst: Path) -> Path:
-    model = onnx.load(str(src))
-    graph = model.graph
-    inits = {i.name: i for i in graph.initializer}
-    producer = {o: n for n in graph.node for o in n.output}
-    consumers = collections.defaultdict(list)
-    for n in graph.node:
-        for i in n.input:
-            consumers[i].append(n)
-    drop, add = set(), []
-    for node in list(graph.node):
-        if node.op_type != "MatMulInteger":
-            continue
-        xq, wq_name, _, wzp_name = node.input
-        quant = producer[xq]  # DynamicQuantizeLinear(x)
-        x = quant.input[0]
-        wq = numpy_helper.to_array(inits[wq_name]).astype(np.float32)
-        wzp = numpy_helper.to_array(inits[wzp_name]).astype(np.float32)
-        scale_name = wq_name.replace("_quantized", "_scale")
-        ws = numpy_helper.to_array(inits[scale_name]).astype(np.float32)
-        w = (wq - wzp) * ws  # per-channel scale and zero point broadcast over output columns
-        (cast,) = consumers[node.output[0]]
-        (mul,) = consumers[cast.output[0]]
-        name = wq_name.replace("_quantized", "_fp32")
-        graph.initializer.append(numpy_helper.from_array(w, name))
-        add.append(helper.make_node("MatMul", [x, name], [mul.output[0]], name=node.name + "_fp32"))
-        drop.update(id(n) for n in (node, cast, mul))
-    kept = [n for n in graph.node if id(n) not in drop] + add
-    del graph.node[:]
-    graph.node.extend(_toposort(_prune(kept, {o.name for o in graph.output})))
-    used = {i for n in graph.node for i in n.input}
-    alive = [i for i in graph.initializer if i.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(alive)
-    onnx.save(model, str(dst))
-    return dst
-
-
-def _prune(nodes: list, outputs: set[str]) -> list:
-    while True:
-        used = outputs | {i for n in nodes for i in n.input}
-        alive = [n for n in nodes if any(o in used for o in n.output)]
-        if len(alive) == len(nodes):
-            return alive
-        nodes = alive
-
-
-def _toposort(nodes: list) -> list:
-    made = {o for n in nodes for o in n.output}
-    ready: set[str] = set()
-    out, pending = [], list(nodes)
-    while pending:
-        rest = []
-        for n in pending:
-            if all(i == "" or i not in made or i in ready for i in n.input):
-                out.append(n)
-                ready.update(n.output)
-            else:
-                rest.append(n)
-        if len(rest) == len(pending):
-            raise ValueError("graph has a cycle")
-        pending = rest
-    return out
+SHOWN = ("Attention", "QAttention", "SkipLayerNormalization", "BiasGelu", "Gelu", "FastGelu",
+         "MatMulInteger", "DynamicQuantizeMatMul", "MatMul", "LayerNormalization", "FusedMatMul",
+         "EmbedLayerNormalization", "QEmbedLayerNormalization")  # fmt: skip
 
 
 def fuse(src: Path, dst: Path) -> Path:
     from onnxruntime.transformers.optimizer import optimize_model
 
+    logging.getLogger("onnxruntime.transformers").setLevel(logging.WARNING)
     opt = optimize_model(str(src), model_type="bert", num_heads=HEADS, hidden_size=HIDDEN,
                          opt_level=1, use_gpu=False)  # fmt: skip
     opt.save_model_to_file(str(dst))
     return dst
 
 
-def quantize(src: Path, dst: Path, exclude: list[str] | None = None) -> Path:
+ROLES = ("qkv", "attn_out", "inter", "out")  # the four weight matrices of each encoder layer
+
+
+def all_units(layers: int = 6) -> list[str]:
+    """Every quantizable unit: `layers.I.ROLE`, the emotion `head` and the token `embedding`."""
+    return [f"layers.{i}.{r}" for i in range(layers) for r in ROLES] + ["head", "embedding"]
+
+
+def unit_nodes(graph, units: list[str]) -> list[str]:
+    """Node names of `units` in an exported graph, fused (Attention) or not (query/key/value)."""
+    by_name = {n.name: n for n in graph.node}
+    producer = {o: n for n in graph.node for o in n.output}
+    names = []
+    for unit in units:
+        found: list[str] = []
+        if unit == "head":
+            found = [n for n in ("/head/Gemm", "/head/MatMul") if n in by_name]
+            # quantize_dynamic first rewrites a Gemm as MatMul + Add named after it
+            found += [n + "_MatMul" for n in found if n.endswith("Gemm")]
+        elif unit == "embedding":
+            found = [n.name for n in graph.node if n.op_type == "EmbedLayerNormalization"
+                     or (n.op_type == "Gather" and "word.weight" in n.input)]  # fmt: skip
+        elif unit.startswith("layers.") and unit.split(".")[-1] == "qkv":
+            i = unit.split(".")[1]
+            found = [f"/layers.{i}/{p}/MatMul" for p in ("query", "key", "value")]
+            found = [n for n in found if n in by_name]
+            attn_out = by_name.get(f"/layers.{i}/attn_out/MatMul")
+            if not found and attn_out is not None:
+                att = producer.get(attn_out.input[0])
+                found = [att.name] if att is not None and att.op_type == "Attention" else []
+        elif unit.startswith("layers."):
+            _, i, role = unit.split(".")
+            found = [n for n in (f"/layers.{i}/{role}/MatMul",) if n in by_name]
+        if not found:
+            raise ValueError(f"no node in the graph for quantization unit {unit!r}")
+        names += found
+    return names
+
+
+def quantize(src: Path, dst: Path, *, reduce_range: bool, unsigned: bool = False) -> Path:
+    """Dynamic per-channel int8 of a fused graph, every unit quantized (a variant to compare)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(src, dst, per_channel=True, weight_type=QuantType.QInt8,
-                     nodes_to_exclude=exclude or [])  # fmt: skip
+    weight = QuantType.QUInt8 if unsigned else QuantType.QInt8
+    quantize_dynamic(src, dst, per_channel=True, reduce_range=reduce_range, weight_type=weight,
+                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})  # fmt: skip
     return dst
 
 
@@ -114,22 +93,25 @@ def op_counts(path: Path) -> dict[str, int]:
     return dict(collections.Counter(n.op_type for n in onnx.load(str(path)).graph.node))
 
 
-def variants(out: Path) -> dict[str, Path]:
+def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
+    """The shipped int8 model beside the fp32 build it was quantized from and alternatives."""
+    if not fp32.exists():
+        raise SystemExit(f"{fp32} is missing: run models/build.py (--folds 0) to make it")
+    sys.path.insert(0, str(REPO / "models"))
+    from build import quantize_fused
+
     out.mkdir(parents=True, exist_ok=True)
-    twin = fp32_twin(SHIPPED, out / "twin.fp32.onnx")
-    fused = fuse(twin, out / "fused.fp32.onnx")
-    # Layer 0 in fp32: the cheapest exclusion that lifts minimum cosine over 0.98 in a sweep
-    # (per projection type and per layer, 300 dev situations: none 0.956, layer 0 0.986, the six
-    # FFN output projections 0.990 but a third of the FFN weights).
-    layer0 = [n.name for n in onnx.load(str(fused)).graph.node
-              if n.op_type == "MatMul" and n.name.startswith("/layers.0/")]  # fmt: skip
+    fused = fuse(fp32, out / "fused.fp32.onnx")
+    all_int8 = out / "fused.int8-rr.onnx"
+    quantize_fused(fused, all_int8, keep_fp32=[])
     return {
         "int8 (shipped)": SHIPPED,
-        "fp32 twin": twin,
+        "fp32 build": fp32,
         "fp32 fused": fused,
-        "int8 fused": quantize(fused, out / "fused.int8.onnx"),
-        "int8 fused, layer 0 fp32": quantize(fused, out / "fused.int8-l0.onnx", layer0),
-    }
+        "int8 fused, 7-bit, no fp32 units": all_int8,
+        "int8 fused, 8-bit s8 (old)": quantize(fused, out / "fused.int8-s8.onnx",
+                                               reduce_range=False),
+    }  # fmt: skip
 
 
 def runtime_ops(path: Path, out: Path) -> dict[str, int]:

@@ -1,10 +1,11 @@
 """Compare graph variants of the shipped model on this machine: latency at 15/40/128 tokens on
 one thread (runs interleaved, so background load hits all alike), int8 vs fp32 speed-up, and
-embedding fidelity against the fp32 twin over 300 texts.
+fidelity to the fp32 build (embedding cosine, emotion top-1 agreement) over 300 texts.
 
     .venv/bin/python tests/bench/bench_graph.py [--data situations.csv] [--runs 40]
 
-Needs the build extra (onnx; models/optimize.py makes the variants in a temporary directory).
+Needs the build extra and the fp32 build models/.build/companion-empathy-1.fp32.onnx (written by
+models/build.py; models/optimize.py makes the other variants in a temporary directory).
 Without --data the 300 texts are the shipped bank's sentences.
 """
 
@@ -43,14 +44,20 @@ def texts(data: Path | None) -> list[str]:
     return [s for s in sentences if len(s.split()) >= 5][:300]
 
 
-def embeddings(sess, enc: Encoder, batch: list[str]) -> np.ndarray:
-    out = []
+def outputs(sess, enc: Encoder, batch: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per text, as the runtime pools windows: the embedding and the top emotion."""
+    embs, tops = [], []
     for text in batch:
         ids = enc.token_windows(text)
-        emb, _ = sess.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})
+        emb, logits = sess.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})
         v = emb.mean(0)
-        out.append(v / np.linalg.norm(v))
-    return np.stack(out)
+        embs.append(v / np.linalg.norm(v))
+        tops.append(int(logits.mean(0).argmax()))
+    return np.stack(embs), np.asarray(tops)
+
+
+def embeddings(sess, enc: Encoder, batch: list[str]) -> np.ndarray:
+    return outputs(sess, enc, batch)[0]
 
 
 def main() -> None:
@@ -78,14 +85,16 @@ def main() -> None:
             )
             print(f"{tokens} tokens, 1 thread, median (best): {row}")
             ms = {n: lat[f"{n}_ms_{tokens}tok"] for n in sessions}
-            print(f"  speed-up: shipped int8 vs fp32 twin "
-                  f"{ms['fp32 twin'] / ms['int8 (shipped)']:.2f}x, fused int8 vs fused fp32 "
-                  f"{ms['fp32 fused'] / ms['int8 fused']:.2f}x")  # fmt: skip
-        ref = embeddings(sessions["fp32 twin"], enc, sample)
-        for name in [n for n in paths if n != "fp32 twin"]:
-            cos = np.sum(ref * embeddings(sessions[name], enc, sample), axis=1)
-            print(f"cosine to fp32 twin, {name}, {len(sample)} texts: "
-                  f"mean {cos.mean():.4f}, min {cos.min():.4f}")  # fmt: skip
+            shipped = ms["int8 (shipped)"]
+            print(f"  speed-up of the shipped int8: {ms['fp32 build'] / shipped:.2f}x the fp32 "
+                  f"build, {ms['fp32 fused'] / shipped:.2f}x the fused fp32 build")  # fmt: skip
+        ref, ref_top = outputs(sessions["fp32 build"], enc, sample)
+        for name in [n for n in paths if n != "fp32 build"]:
+            emb, top = outputs(sessions[name], enc, sample)
+            cos = np.sum(ref * emb, axis=1)
+            agree = np.mean(top == ref_top)
+            print(f"vs fp32 build, {name}, {len(sample)} texts: cosine mean {cos.mean():.4f}, "
+                  f"min {cos.min():.4f}; emotion top-1 agreement {agree:.2%}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
-"""Where does int8 fidelity go? The shipped int8 model against int8 rebuilds of its fp32 twin:
-signed weights with `reduce_range` (7-bit, no u8s8 saturation on CPUs without VNNI) and unsigned
-weights. Prints the minimum and mean embedding cosine against the fp32 twin over 300 texts.
+"""Quantization schemes of the fp32 build side by side: fidelity and the AVX2 saturation risk.
+
+For each scheme on the fused graph (8-bit signed weights, 7-bit `reduce_range` weights, unsigned
+weights, and the shipped scheme: 7-bit with build.py's QUANT["fp32"] units kept in fp32): the
+minimum and mean embedding cosine and the emotion top-1 agreement against the fp32 build over 300
+texts, the file size, and the share of weight pairs that can saturate x86 AVX2's u8 x s8 kernel
+(vpmaddubsw adds two u8*s8 products into int16: |w1| + |w2| > 128 can exceed 32767 for large
+activations; ARM's kernels do not saturate, so such pairs make x86 and arm64 disagree).
 
     .venv/bin/python tests/bench/bench_requant.py [--data situations.csv]
 
-Needs the build extra (onnx). A check of one hypothesis for the arm64 parity gap (issue 16) and
-the low int8 fidelity on this host (issue 13): if saturation were the cause, reduce_range would
-lift the minimum cosine close to 1.
+Needs the build extra and the fp32 build models/.build/companion-empathy-1.fp32.onnx.
 """
 
 from __future__ import annotations
@@ -20,45 +23,64 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "models"), str(Path(__file__).resolve().parent)]
 
 import optimize  # noqa: E402
-from bench_graph import embeddings, texts  # noqa: E402
+from bench_graph import outputs, texts  # noqa: E402
+from bench_model import session  # noqa: E402
 from machine import cpu_line  # noqa: E402
 
 from companion.model.encode import Encoder  # noqa: E402
 
 
+def saturating_pairs(path: Path) -> float:
+    """Share of int8 weight pairs along K (what vpmaddubsw adds) with |w1| + |w2| > 128."""
+    import onnx
+    from onnx import numpy_helper
+
+    hits = total = 0
+    for init in onnx.load(str(path)).graph.initializer:
+        if init.data_type != onnx.TensorProto.INT8 or init.name.endswith("zero_point"):
+            continue
+        w = numpy_helper.to_array(init).astype(np.int32)
+        if w.ndim != 2 or "embed" in init.name or "word" in init.name:
+            continue  # the embedding table is dequantized, never multiplied in int8
+        k = w.shape[0] // 2 * 2
+        s = np.abs(w[0:k:2]) + np.abs(w[1:k:2])
+        hits, total = hits + int((s > 128).sum()), total + s.size
+    return hits / max(total, 1)
+
+
 def main() -> None:
     import onnxruntime as ort
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=None)
     args = parser.parse_args()
     print(cpu_line(), f"onnxruntime {ort.__version__}")
+    encoder, batch = Encoder.load(None), texts(args.data)
+    ref, ref_top = outputs(session(optimize.FP32_BUILD), encoder, batch)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        twin = optimize.fp32_twin(optimize.SHIPPED, out / "twin.onnx")
-        variants = {"shipped int8 (s8 weights)": optimize.SHIPPED}
-        for name, reduce, weight in (("int8 s8, reduce_range", True, QuantType.QInt8),
-                                     ("int8 u8 weights", False, QuantType.QUInt8)):  # fmt: skip
-            path = out / f"{len(variants)}.onnx"
-            quantize_dynamic(twin, path, per_channel=True, reduce_range=reduce, weight_type=weight)
-            variants[name] = path
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-
-        def session(path: Path) -> ort.InferenceSession:
-            return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-
-        encoder, batch = Encoder.load(None), texts(args.data)
-        reference = embeddings(session(twin), encoder, batch)
-        for name, path in variants.items():
-            cosine = (embeddings(session(path), encoder, batch) * reference).sum(1)
-            print(f"{name:28s} cosine vs fp32 twin over {len(batch)} texts: "
-                  f"min {cosine.min():.4f}, mean {cosine.mean():.4f}")  # fmt: skip
+        fused = optimize.fuse(optimize.FP32_BUILD, out / "fused.onnx")
+        schemes = {
+            "s8 8-bit (saturates on AVX2)": optimize.quantize(fused, out / "s8.onnx",
+                                                              reduce_range=False),
+            "s8 7-bit reduce_range": optimize.quantize(fused, out / "rr.onnx", reduce_range=True),
+            "u8 weights": optimize.quantize(fused, out / "u8.onnx", reduce_range=False,
+                                            unsigned=True),
+            "shipped (7-bit + fp32 units)": optimize.SHIPPED,
+        }  # fmt: skip
+        for name, path in schemes.items():
+            emb, top = outputs(session(path), encoder, batch)
+            cos = (emb * ref).sum(1)
+            print(f"{name:30s} {path.stat().st_size / 1e6:5.1f} MB; vs fp32 build over "
+                  f"{len(batch)} texts: cosine min {cos.min():.4f}, mean {cos.mean():.4f}, "
+                  f"top-1 agreement {np.mean(top == ref_top):.2%}; "
+                  f"saturating weight pairs {saturating_pairs(path):.2%}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,0 +1,123 @@
+"""The shipped int8 graph itself: fused attention, and weights that cannot saturate x86 AVX2.
+
+On x86 without VNNI, onnxruntime multiplies u8 activations by s8 weights with vpmaddubsw, which
+adds two u8*s8 products into a saturating int16; ARM's kernels widen and do not saturate, so a
+weight pair with |w1| + |w2| > 128 can make x86 and arm64 compute different integers (issue 16).
+The model file is read with a small protobuf reader: the runtime and test installs have no `onnx`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from companion.model.encode import default_model_dir
+
+INT8, UINT8 = 3, 2  # onnx TensorProto.DataType
+
+
+def fields(buf: memoryview) -> Iterator[tuple[int, int | memoryview]]:
+    """(field number, value) of a protobuf message: ints for varints, views for bytes."""
+    i = 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(buf, i)
+            yield field, value
+        elif wire == 2:
+            n, i = _varint(buf, i)
+            yield field, buf[i : i + n]
+            i += n
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+
+
+def _varint(buf: memoryview, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return value, i
+
+
+def _dims(value: int | memoryview) -> list[int]:
+    if isinstance(value, int):
+        return [value]
+    out, i = [], 0
+    while i < len(value):  # packed repeated int64
+        d, i = _varint(value, i)
+        out.append(d)
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict:
+    """Nodes (op type, name, inputs) and integer initializers of the shipped model."""
+    path = max(default_model_dir().glob("companion-empathy-*.onnx"))
+    model = memoryview(path.read_bytes())
+    (graph_bytes,) = [v for f, v in fields(model) if f == 7 and isinstance(v, memoryview)]
+    nodes, weights = [], {}
+    for f, v in fields(graph_bytes):
+        assert isinstance(v, memoryview) or f not in (1, 5)
+        if f == 1 and isinstance(v, memoryview):
+            parts: dict[str, list[str]] = {"input": [], "name": [], "op": []}
+            for nf, nv in fields(v):
+                key = {1: "input", 3: "name", 4: "op"}.get(nf)
+                if key and isinstance(nv, memoryview):
+                    parts[key].append(bytes(nv).decode())
+            nodes.append((parts["op"][0], "".join(parts["name"]), parts["input"]))
+        elif f == 5 and isinstance(v, memoryview):
+            t: dict = {"dims": [], "type": 0, "name": "", "raw": b""}
+            for tf, tv in fields(v):
+                if tf == 1:
+                    t["dims"] += _dims(tv)
+                elif tf == 2:
+                    t["type"] = tv
+                elif tf == 8 and isinstance(tv, memoryview):
+                    t["name"] = bytes(tv).decode()
+                elif tf == 9 and isinstance(tv, memoryview):
+                    t["raw"] = bytes(tv)
+            if t["type"] in (INT8, UINT8) and t["raw"]:
+                dtype = np.int8 if t["type"] == INT8 else np.uint8
+                weights[t["name"]] = np.frombuffer(t["raw"], dtype).reshape(t["dims"])
+    return {"nodes": nodes, "weights": weights, "path": path}
+
+
+def test_attention_and_layer_norms_are_fused(graph: dict) -> None:
+    ops = Counter(op for op, _, _ in graph["nodes"])
+    assert ops["QAttention"] + ops["Attention"] == 6, ops  # one per encoder layer
+    assert ops["Softmax"] == 0 and ops["SkipLayerNormalization"] == 12, ops
+    assert ops["BiasGelu"] == 6 and ops["QEmbedLayerNormalization"] == 1, ops
+
+
+def test_no_int8_weight_pair_can_saturate_avx2(graph: dict) -> None:
+    multiplied = [inputs[1] for op, _, inputs in graph["nodes"]
+                  if op in ("MatMulInteger", "QAttention")]  # fmt: skip
+    assert len(multiplied) >= 12
+    for name in multiplied:
+        w = graph["weights"][name]
+        assert w.dtype == np.int8 and w.ndim == 2, name
+        k = w.shape[0] // 2 * 2
+        pair = np.abs(w[0:k:2].astype(np.int32)) + np.abs(w[1:k:2].astype(np.int32))
+        # 2 * 255 * 64 = 32640 fits int16; any larger pair sum can saturate
+        assert pair.max() <= 128, f"{name}: weight pair sum {pair.max()} can saturate"
+        assert np.abs(w.astype(np.int32)).max() > 32, f"{name}: 7-bit range left unused"
+
+
+def test_sidecar_describes_the_quantization(graph: dict) -> None:
+    meta = json.loads(graph["path"].with_name(graph["path"].name + ".json").read_text())
+    quant = meta["quantization"]
+    assert quant["reduce_range"] is True and quant["weight_type"] == "QInt8"
+    kept = [op for op, _, _ in graph["nodes"] if op in ("Attention", "MatMul", "Gemm")]
+    # every unit the sidecar says is fp32 is a float node in the graph, and no other is
+    assert len(kept) == len(quant["fp32"]), (kept, quant["fp32"])
