@@ -78,8 +78,9 @@ def test_run_reads_a_fifo_that_writers_open_and_close(tmp_path):
                 w.write(line + "\n")
         assert wait(lambda: count(db, "SELECT COUNT(*) FROM sessions WHERE status = 'completed'"))
         assert count(db, "SELECT COUNT(*) FROM self_reports WHERE status = 'answered'") == 10
+        # The invitation row is written once the session it started has ended: wait for it.
         accepted = "SELECT COUNT(*) FROM invitations WHERE outcome = 'accepted' AND session_id"
-        assert count(db, accepted) == 1
+        assert wait(lambda: count(db, accepted) == 1)
         # Still listening after the writers went away: an empty line starts a session by hand.
         with fifo.open("w") as w:
             w.write("\n")
