@@ -7,7 +7,9 @@ model over what the first pass already has (pure, no audio here):
   speech forced onto an answer word leaves little silence.
 - `duration_fit`: -|log(frames per answer word / typical)|: a word stretched over a long
   stretch of noise, or squeezed into a click, is suspect.
-- `nbest_agreement`: the share of the 20-best paths that are the same answer.
+- `stability`: the share of the running hypotheses, from the first word heard on, that
+  already were the final answer (a word the decoder kept changing its mind about is
+  suspect). It replaced the n-best agreement, whose lattice took ~0.3 s with wide beams.
 - `acoustic_per_frame`: the answer words' acoustic score per frame (higher = better match).
 - `snr_db`: the turn's speech-to-noise ratio (channels measures it, capped at 40 dB): in
   noise a forced answer is likelier wrong. This replaces a hard noise gate for pocketsphinx.
@@ -32,7 +34,7 @@ CLEAN_SNR_DB = SNR_CAP_DB  # assumed when the recogniser alone scores an answer
 class Features:
     silence_share: float
     duration_fit: float
-    nbest_agreement: float
+    stability: float
     acoustic_per_frame: float
     snr_db: float = CLEAN_SNR_DB
 
@@ -46,16 +48,16 @@ REJECT_BELOW = 0.0
 
 
 def features(silence_frames: int, total_frames: int, word_frames: list[int],
-             nbest_same: int, nbest_total: int, acoustic: float,
+             stable: int, partials: int, acoustic: float,
              snr_db: float = CLEAN_SNR_DB) -> Features:  # fmt: skip
     """From the decoder's best path: frames in silence and in each answer word, how many of
-    the n-best paths give the same answer, and the answer words' total acoustic score."""
+    the running hypotheses were the answer, and the answer words' total acoustic score."""
     frames = max(1, sum(word_frames))
     per_word = frames / max(1, len(word_frames))
     return Features(
         silence_share=silence_frames / max(1, total_frames),
         duration_fit=-abs(math.log(per_word / TYPICAL_WORD_FRAMES)),
-        nbest_agreement=nbest_same / max(1, nbest_total),
+        stability=stable / max(1, partials),
         acoustic_per_frame=acoustic / frames,
         snr_db=max(0.0, min(SNR_CAP_DB, snr_db)),
     )

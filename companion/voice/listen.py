@@ -9,7 +9,6 @@ recognizer cannot place comes back empty rather than as a wrong answer.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
 from dataclasses import dataclass
@@ -215,6 +214,7 @@ class PocketsphinxRecognizer:
         self._garbage = garbage
         self._frame_s = frame_s
         self._last = ""
+        self._partials: list[str] = []
         self.open = False
 
     def _start(self) -> None:
@@ -230,8 +230,10 @@ class PocketsphinxRecognizer:
         self._start()
         self._dec.process_raw(pcm, False, False)
         hyp = self._dec.hyp()
-        text = hyp.hypstr if hyp is not None else ""
-        text = " ".join(w for w in (self._clean(t) for t in text.split()) if w != UNKNOWN)
+        raw = hyp.hypstr if hyp is not None else ""
+        text = self._answer(raw)
+        if raw and self.grammar:
+            self._partials.append(text)  # for the confidence's stability
         if text != self._last:
             self._last = text
             return Partial(text)
@@ -260,12 +262,10 @@ class PocketsphinxRecognizer:
             # Free recognition has no calibrated confidence (NULL), garbage no answer.
             return _transcript([Word(w.text, w.start_s, w.end_s, None) for w in answer], None)
         text = " ".join(w.text for w in answer)
-        paths = itertools.islice(self._dec.nbest() or (), 20)
-        nbest = [self._answer(h.hypstr) for h in paths if h is not None]
         feats = confidence.features(
             silence, max(1, int(self._dec.n_frames())),
             [round((w.end_s - w.start_s) / self._frame_s) for w in answer],
-            sum(t == text for t in nbest), len(nbest), acoustic,
+            sum(t == text for t in self._partials), len(self._partials), acoustic,
         )  # fmt: skip
         self.features = feats
         conf = confidence.probability(feats)

@@ -316,33 +316,38 @@ def calibrate(rows: list[dict]) -> tuple[float, list[float]]:
 
 
 def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> None:
-    """On the tuning voices: heard-wrong by reject threshold, then wrong stored and turns
-    per item by read-back threshold; heard phrases that are often wrong (CONFUSABLE)."""
+    """On the tuning voices: heard-wrong, wrong stored and turns per item by reject and
+    read-back threshold; the pair with no wrong value stored and the fewest turns; the
+    heard phrases still wrong above that read-back threshold (CONFUSABLE candidates)."""
     from companion.engine.confirm import needs_confirmation
 
     tune = [r for r in rows if half(r["voice"]) == "tuning"]
-    for rej in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6):
+    best = None
+    for rej in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
         judged = rejudge(tune, intercept, weights, rej)
         c = Counter(outcome(r) for r in judged if r["group"] != "confirm")
         n = max(1, sum(c.values()))
-        line = [
-            f"  reject < {rej:.2f}: wrong {c['wrong'] / n:.1%} not heard {c['not heard'] / n:.1%}"
-        ]
-        for t in (0.5, 0.7, 0.8, 0.9, 0.95):
-            sim = simulate(
-                judged, lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t)
-            )
-            line.append(f"read-back<{t}: {sim['wrong_stored']}/{sim['turns_per_item']:.2f}")
-        print("; ".join(line))
+        line = [f"  reject<{rej:.2f}: wrong {c['wrong'] / n:.1%} unheard {c['not heard'] / n:.1%}"]
+        for t in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99):
+            if t < rej:
+                continue
+            pol = lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t)  # noqa: E731
+            sim = simulate(judged, pol)
+            line.append(f"<{t}: {sim['wrong_stored']}/{sim['turns_per_item']:.2f}")
+            key = (sim["wrong_stored"], sim["turns_per_item"])
+            if best is None or key < best[0]:
+                best = (key, rej, t)
+        print(" ".join(line))
+    assert best is not None
+    (_, turns), rej, t = best
+    print(f"  best on the tuning voices: REJECT_BELOW = {rej}, THRESHOLD = {t} ({turns:.2f} turns)")
     heard: dict[str, Counter] = defaultdict(Counter)
-    for r in tune:
-        if r["got"] != "unclear":
+    for r in rejudge(tune, intercept, weights, rej):
+        if r["got"] != "unclear" and r["conf"] >= t and r["group"] != "confirm":
             heard[r["text"]][outcome(r)] += 1
-    often = {
-        t: c for t, c in heard.items() if c["wrong"] >= 2 and c["wrong"] >= 0.2 * sum(c.values())
-    }
+    often = {t: c for t, c in heard.items() if c["wrong"] >= 1}
     print(
-        "  often wrong when heard (tuning voices): "
+        "  wrong though sure (tuning voices): "
         + ", ".join(f"{t!r} {c['wrong']}/{sum(c.values())}" for t, c in sorted(often.items()))
     )
 
