@@ -40,11 +40,12 @@ class Features:
 
 
 # Fitted by tests/bench/bench_answers.py --calibrate (intercept, then one per feature).
-INTERCEPT = -2.4741
-WEIGHTS = (2.6132, 0.4318, 3.1113, 0.0389, 0.0)
-# Answers less likely than this to be right are not heard at all (asked again): the
-# threshold that keeps heard-wrong at or below 3 % on the tuning voices.
-REJECT_BELOW = 0.0
+INTERCEPT = 2.7980
+WEIGHTS = (-1.3817, 1.4356, 2.4151, 0.0535, -0.0061)
+# Answers less likely than this to be right are not heard at all (asked again): with the
+# read-back threshold, the pair that stores no wrong value in the fewest turns on the
+# tuning voices, cold (bench_answers.py --rescore --calibrate).
+REJECT_BELOW = 0.5
 
 
 def features(silence_frames: int, total_frames: int, word_frames: list[int],

@@ -397,12 +397,21 @@ def rescore(args, base: Path) -> None:
     from companion.voice import confidence
 
     tts = tts_first_audio()
-    for state in args.states.split(","):
-        rows = json.loads(base.with_suffix(f".{state}.json").read_text())
+    saved = {
+        s: json.loads(base.with_suffix(f".{s}.json").read_text()) for s in args.states.split(",")
+    }
+    if args.calibrate:
+        b, w = calibrate([r for rows in saved.values() for r in rows])
+        print(
+            f"calibrated on the tuning voices: INTERCEPT = {b:.4f}, WEIGHTS = "
+            f"({', '.join(f'{x:.4f}' for x in w)})"
+        )
+        for state, rows in saved.items():
+            print(f"{state}:")
+            sweep(rows, b, tuple(w))
+    for state, rows in saved.items():
         rows = rejudge(rows, confidence.INTERCEPT, confidence.WEIGHTS, confidence.REJECT_BELOW)
         show(report(args.backend, state, rows, tts), 0.0)
-        if args.calibrate:
-            sweep(rows, confidence.INTERCEPT, confidence.WEIGHTS)
 
 
 def main() -> None:
