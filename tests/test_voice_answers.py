@@ -64,6 +64,11 @@ def test_stories_have_no_confidence(cold) -> None:
     rec.accept(pad(speech_pcm("I went to the park with my sister.", "en-us", 160)))
     tr = rec.final()
     assert tr.text and tr.confidence is None  # NULL, not a made-up 1.0
+    assert tr.features is None
+    rec = cold.create("grammar", ANSWER_VOCAB)
+    rec.accept(pad(speech_pcm("three", "en-us", 160)))
+    f = rec.final().features
+    assert f is not None and 0.0 <= f.stability <= 1.0 and 0.0 <= f.silence_share <= 1.0
 
 
 def test_confidence_is_lower_for_noise_forced_answers(cold) -> None:
