@@ -273,7 +273,9 @@ def stats(rows: list[dict], tts_s: list[float]) -> dict:
         ),
         "distinct_confidences": len(confs),
         "latency_p50": statistics.median(lat) if lat else None,
-        "latency_p90": statistics.quantiles(lat, n=10)[-1] if len(lat) > 9 else None,
+        "latency_p90": statistics.quantiles(lat, n=10)[-1]
+        if len(lat) > 9
+        else max(lat, default=0.0),
         "policies": {name: simulate(rows, pol) for name, pol in bench_policy().items()},
     }
 
