@@ -243,20 +243,22 @@ class VoiceChannel:
     def _judge(self, transcript: Transcript, mode: Mode, snr: float) -> tuple[str, float | None]:
         """An answer too unlikely to be right is not heard (asked again), never stored.
 
-        With the recogniser's confidence features (pocketsphinx) the room's speech-to-noise
-        is one of them; otherwise (vosk) answers below `min_answer_snr_db` are not heard.
+        Below `min_answer_snr_db` a grammar decoder picks answers out of noise, sometimes
+        with a high confidence (white noise is not in the calibration corpus): not heard.
+        Above it, a pocketsphinx answer whose confidence (with the room's speech-to-noise)
+        is below `REJECT_BELOW` is not heard either.
         """
         text, conf = transcript.text, transcript.confidence
         if mode != "grammar" or not text:
             return text, conf
+        if snr < self.settings.min_answer_snr_db:
+            log.info("not heard: %r at speech-to-noise %.1f dB", text, snr)
+            return "", None
         if transcript.features is not None:
             conf = confidence.probability(confidence.with_snr(transcript.features, snr))
             if conf < confidence.REJECT_BELOW:
                 log.info("not heard: %r at confidence %.2f (%.1f dB)", text, conf, snr)
                 return "", None
-        elif snr < self.settings.min_answer_snr_db:
-            log.info("not heard: %r at speech-to-noise %.1f dB", text, snr)
-            return "", None
         return text, conf
 
     @staticmethod

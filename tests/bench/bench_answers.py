@@ -285,13 +285,14 @@ def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
     """The channel's judgement again from the saved features (with the turn's SNR)."""
     from companion.voice import confidence
 
+    gate = VoiceSettings().min_answer_snr_db
     out = []
     for r in rows:
         r = dict(r)
         if r["features"] and r["raw"]:
             f = confidence.Features(*r["features"])
             r["conf"] = confidence.probability(f, weights, intercept)
-            heard = r["conf"] >= reject
+            heard = r["conf"] >= reject and r["snr"] >= gate
             r["got"] = r["got_raw"] if heard else "unclear"
             r["text"] = r["raw"] if heard else ""
             r["conf"] = r["conf"] if heard else None
@@ -303,7 +304,9 @@ def calibrate(rows: list[dict]) -> tuple[float, list[float]]:
     """Logistic regression (L2, gradient descent) of heard-right on the features, tuning voices."""
     import numpy as np
 
+    gate = VoiceSettings().min_answer_snr_db  # answers in louder noise are never scored
     fit = [r for r in rows if r["features"] and r["raw"] and half(r["voice"]) == "tuning"]
+    fit = [r for r in fit if r["snr"] >= gate]
     X = np.array([r["features"] for r in fit], dtype=float)
     y = np.array([r["got_raw"] == r["expected"] for r in fit], dtype=float)
     mu, sd = X.mean(0), X.std(0) + 1e-9
