@@ -76,8 +76,7 @@ class VoiceConfig:
     frame_ms: int = 30
     # Below this speech-to-noise ratio (dB, 0..60) a recognised answer is rejected: a grammar
     # decoder picks an answer from noise (measured: at 10 dB white noise espeak answers
-    # come out as "five"). vosk only: pocketsphinx answers are judged by their confidence,
-    # which includes this ratio (voice.channels).
+    # come out as "five").
     min_answer_snr_db: float = 15.0
 
 

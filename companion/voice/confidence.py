@@ -40,8 +40,8 @@ class Features:
 
 
 # Fitted by tests/bench/bench_answers.py --calibrate (intercept, then one per feature).
-INTERCEPT = 2.7980
-WEIGHTS = (-1.3817, 1.4356, 2.4151, 0.0535, -0.0061)
+INTERCEPT = 4.2736
+WEIGHTS = (-3.4237, 1.1914, 2.4981, 0.0543, -0.0104)
 # Answers less likely than this to be right are not heard at all (asked again): with the
 # read-back threshold, the pair that stores no wrong value in the fewest turns on the
 # tuning voices, cold (bench_answers.py --rescore --calibrate).

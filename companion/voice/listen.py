@@ -29,8 +29,9 @@ UNKNOWN = "[unk]"
 
 # Competing words for the pocketsphinx grammar: out-of-vocabulary numbers and a few
 # common words, so speech outside the answer set lands here instead of on an answer.
-# (A longer list of hedges and fillers, measured on the tuning voices, took clean answers
-# too: 27 % of clean clips not heard; the confidence catches non-answers instead.)
+# Catch-alls like "hello", "really", "probably" took clean "one", "four", "five", and a
+# longer list of hedges and fillers 27 % of clean clips (tuning voices): the confidence
+# catches non-answers instead.
 _GARBAGE_WORDS = """zero one two three four five six seven eight nine ten eleven twelve twenty
 hundred morning yesterday maybe nothing something""".split()  # noqa: SIM905
 # Prior weight of the garbage path against the answers (a JSGF weight); a weight of 1e-4
