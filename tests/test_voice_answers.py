@@ -192,8 +192,8 @@ def test_an_unlikely_answer_is_not_heard_and_the_snr_is_in_the_confidence(cold) 
     from companion.voice.listen import Transcript, Word
 
     ch = listen(cold, b"", no_speech_timeout_s=1.0)[1]
-    sure = confidence.Features(0.6, -0.1, 1.0, -3.0)
-    unsure = confidence.Features(0.05, -1.5, 0.1, -12.0)
+    sure = confidence.Features(0.2, -0.1, 1.0, -3.0)
+    unsure = confidence.Features(0.6, -1.5, 0.0, -20.0)
     for f in (sure, unsure):
         tr = Transcript("four", (Word("four", 0.0, 0.4, None),), 0.5, f)
         p = confidence.probability(confidence.with_snr(f, 35.0))
