@@ -64,8 +64,9 @@ def test_pocketsphinx_free_mode_story(sphinx: PocketsphinxFactory) -> None:
 
 
 def test_jsgf_shape() -> None:
-    g = build_jsgf(["strongly agree", "skip"], ["seven"])
-    assert "public <answer> = ( strongly agree ) | ( skip ) | <garbage>;" in g
+    g = build_jsgf(["strongly agree", "skip"], ["seven"], 0.5)
+    assert "public <answer> = /1/ ( ( strongly agree ) | ( skip ) ) | /0.5/ <garbage>;" in g
+    assert "<garbage>" not in build_jsgf(["four"], [])
 
 
 def test_pick_backend(tmp_path, monkeypatch) -> None:

@@ -64,6 +64,11 @@ def test_stories_have_no_confidence(cold) -> None:
     rec.accept(pad(speech_pcm("I went to the park with my sister.", "en-us", 160)))
     tr = rec.final()
     assert tr.text and tr.confidence is None  # NULL, not a made-up 1.0
+    assert tr.features is None
+    rec = cold.create("grammar", ANSWER_VOCAB)
+    rec.accept(pad(speech_pcm("three", "en-us", 160)))
+    f = rec.final().features
+    assert f is not None and 0.0 <= f.stability <= 1.0 and 0.0 <= f.silence_share <= 1.0
 
 
 def test_confidence_is_lower_for_noise_forced_answers(cold) -> None:
@@ -179,3 +184,42 @@ def test_wrong_language_vosk_model_fails_the_check(vosk_ko) -> None:
     assert not result.ok and "four" in result.missing
     with pytest.raises(ModelError, match="knows none of the answer words"):
         vosk_ko.create("grammar", ANSWER_VOCAB)
+
+
+def test_an_unlikely_answer_is_not_heard_and_the_snr_is_in_the_confidence(cold) -> None:
+    """The channel judges a pocketsphinx answer by its confidence with the turn's SNR."""
+    from companion.voice import confidence
+    from companion.voice.listen import Transcript, Word
+
+    ch = listen(cold, b"", no_speech_timeout_s=1.0)[1]
+    sure = confidence.Features(0.2, -0.1, 1.0, -3.0)
+    unsure = confidence.Features(0.6, -1.5, 0.0, -20.0)
+    for f in (sure, unsure):
+        tr = Transcript("four", (Word("four", 0.0, 0.4, None),), 0.5, f)
+        p = confidence.probability(confidence.with_snr(f, 35.0))
+        if p < confidence.REJECT_BELOW:  # not heard: asked again, never stored
+            assert ch._judge(tr, "grammar", 35.0) == ("", None)
+        else:
+            assert ch._judge(tr, "grammar", 35.0) == ("four", p)
+    # the two are told apart either side of the threshold
+    assert ch._judge(Transcript("four", (), 0.5, sure), "grammar", 35.0)[0] == "four"
+    assert ch._judge(Transcript("four", (), 0.5, unsure), "grammar", 35.0)[0] == ""
+    loud = confidence.probability(confidence.with_snr(sure, 3.0))
+    quiet = confidence.probability(confidence.with_snr(sure, 35.0))
+    assert loud != quiet  # the room's noise is part of the confidence
+    # Without features (vosk) the speech-to-noise gate decides, as configured.
+    assert ch._judge(Transcript("four", (), 0.8), "grammar", 5.0) == ("", None)
+    assert ch._judge(Transcript("four", (), 0.8), "grammar", 30.0) == ("four", 0.8)
+    assert ch._judge(Transcript("a story", (), None), "free", 1.0) == ("a story", None)
+
+
+def test_the_benchmark_tunes_on_half_the_voices_and_reports_the_other() -> None:
+    from tests.bench.answer_corpus import TUNING_VOICES, VOICES, half, recipe
+
+    rows = recipe()
+    tuning = [r for r in rows if half(str(r["voice"])) == "tuning"]
+    held = [r for r in rows if half(str(r["voice"])) == "held-out"]
+    assert len(TUNING_VOICES) == len(VOICES) // 2 and tuning and held
+    assert not {r["voice"] for r in tuning} & {r["voice"] for r in held}
+    for part in (tuning, held):  # every grammar and room in both halves
+        assert {(r["group"], r["room"]) for r in part} == {(r["group"], r["room"]) for r in rows}

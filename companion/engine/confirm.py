@@ -6,7 +6,8 @@ unsure (its calibrated `asr_confidence` is below `THRESHOLD`), when it cannot sa
 it is (no confidence), or when the heard phrase is one the answer corpus shows is often
 heard in place of another (`CONFUSABLE`). The protocol can force every answer
 (`confirm_voice_answers = "always"`) or none (`false`). Text answers are never read back.
-Threshold and confusable phrases come from tests/bench/bench_answers.py on the corpus.
+Threshold and confusable phrases come from tests/bench/bench_answers.py on the corpus's
+tuning voices; answers below voice.confidence.REJECT_BELOW never get here (not heard).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from typing import Literal
 Policy = Literal["always", "when_unsure", "never"]
 POLICIES: tuple[Policy, ...] = ("always", "when_unsure", "never")
 
-# Calibrated answer confidence below which an answer is read back: the lowest that stores
-# no wrong value on the corpus with a cold recogniser (bench_answers.py --calibrate).
+# Calibrated answer confidence below which an answer is read back: with REJECT_BELOW, the
+# pair storing no wrong value in the fewest turns on the tuning voices, cold
+# (bench_answers.py --rescore --calibrate).
 THRESHOLD = 0.9
-# Heard phrases the corpus shows standing in for another answer.
+# Heard phrases the corpus shows standing in for another answer even above THRESHOLD: none
+# on the tuning voices (the sweep prints them as "wrong though sure").
 CONFUSABLE: frozenset[str] = frozenset()
 
 

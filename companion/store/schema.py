@@ -88,9 +88,10 @@ _TABLES = (
         _c("ended_at", T, f"Turn end; {UTC_TS}"),
         _c("asr_confidence", R,
            "Voice answers: calibrated probability 0..1 that the recogniser heard the answer "
-           "right (pocketsphinx: logistic model over silence share, word duration, n-best "
-           "agreement and acoustic score, fitted on the spoken-answer corpus; vosk: mean word "
-           "posterior). Empty for text turns, stories and answers not heard"),
+           "right (pocketsphinx: logistic model over silence share, word duration, hypothesis "
+           "stability, acoustic score and speech-to-noise ratio, fitted on the tuning voices "
+           "of the spoken-answer corpus; vosk: mean word posterior). Empty for text turns, "
+           "stories and answers not heard"),
         _c("audio_path", T,
            "Recording of the turn, relative to the export (only with --include-audio)"),
     )),

@@ -20,7 +20,7 @@ from companion.engine.protocol import Protocol
 from companion.errors import ConfigError
 from companion.files import private_dir
 from companion.settings.config import VoiceConfig
-from companion.voice import adaptation
+from companion.voice import adaptation, confidence
 from companion.voice.audio import (
     AudioSink,
     AudioSource,
@@ -31,7 +31,8 @@ from companion.voice.audio import (
     resample,
     write_wav,
 )
-from companion.voice.listen import Mode, RecognizerFactory, pick_backend
+from companion.voice.levels import Levels
+from companion.voice.listen import Mode, RecognizerFactory, Transcript, pick_backend
 from companion.voice.speak import Speaker, SpeakerSettings
 from companion.voice.turns import (
     NoSpeech,
@@ -127,6 +128,7 @@ class VoiceChannel:
         self._closed = False
         self._started = False
         self.last_transcript: object = None  # listen.Transcript of the last turn, for logs
+        self.last_snr: float | None = None  # its speech-to-noise ratio (dB)
         adaptation.restore(settings.home, self.recognizers)
 
     # --- devices ------------------------------------------------------------------
@@ -201,7 +203,7 @@ class VoiceChannel:
         t0 = self._clock()
         preroll: deque[bytes] = deque(maxlen=max(1, int(0.5 / frame_s)))
         turn_pcm: list[bytes] = []
-        level = _Levels()
+        level = Levels()
         while True:
             frame = self._read(frame_s)
             voiced = self._vad.is_speech(frame, 16000)
@@ -227,12 +229,9 @@ class VoiceChannel:
                 self.last_transcript = transcript
                 self._turns += 1
                 audio_path = self._keep(b"".join(turn_pcm), t0)
-                text, confidence = transcript.text, transcript.confidence
-                min_snr = self.settings.min_answer_snr_db
                 snr = level.snr_db(round(event.start_s / frame_s))
-                if mode == "grammar" and text and snr < min_snr:
-                    log.info("rejecting %r: speech-to-noise %.1f dB", text, snr)
-                    text, confidence = "", None
+                self.last_snr = snr
+                text, confidence = self._judge(transcript, mode, snr)
                 return Heard(
                     text,
                     t0 + timedelta(seconds=event.start_s),
@@ -240,6 +239,27 @@ class VoiceChannel:
                     confidence,
                     audio_path,
                 )
+
+    def _judge(self, transcript: Transcript, mode: Mode, snr: float) -> tuple[str, float | None]:
+        """An answer too unlikely to be right is not heard (asked again), never stored.
+
+        Below `min_answer_snr_db` a grammar decoder picks answers out of noise, sometimes
+        with a high confidence (white noise is not in the calibration corpus): not heard.
+        Above it, a pocketsphinx answer whose confidence (with the room's speech-to-noise)
+        is below `REJECT_BELOW` is not heard either.
+        """
+        text, conf = transcript.text, transcript.confidence
+        if mode != "grammar" or not text:
+            return text, conf
+        if snr < self.settings.min_answer_snr_db:
+            log.info("not heard: %r at speech-to-noise %.1f dB", text, snr)
+            return "", None
+        if transcript.features is not None:
+            conf = confidence.probability(confidence.with_snr(transcript.features, snr))
+            if conf < confidence.REJECT_BELOW:
+                log.info("not heard: %r at confidence %.2f (%.1f dB)", text, conf, snr)
+                return "", None
+        return text, conf
 
     @staticmethod
     def _hypothesis(detector: TurnDetector, partial: object, mode: Mode,
@@ -266,47 +286,6 @@ class VoiceChannel:
         self.source.close()
         self.sink.close()
         self.speaker.close()
-
-
-# The quietest a microphone's noise floor is taken to be (-65 dBFS): a near-silent room
-# or digital silence would otherwise make clean speech look like noise.
-MIN_NOISE_POWER = (32768 * 10 ** (-65 / 20)) ** 2
-
-
-class _Levels:
-    """Speech-to-noise estimate for one turn: voiced frames vs the noise floor.
-
-    The floor is the quietest tenth of the unvoiced frames; in loud noise, where the VAD
-    calls almost every frame speech, of all frames. Digital silence is no floor (clean
-    speech would be compared with itself), and the floor is never below `MIN_NOISE_POWER`.
-    """
-
-    def __init__(self) -> None:
-        self.powers: list[float] = []
-        self.voiced: list[bool] = []
-
-    def add(self, frame: bytes, voiced: bool) -> None:
-        x = np.frombuffer(frame, dtype=np.int16).astype(np.float64)
-        self.powers.append(float(np.mean(x * x)))
-        self.voiced.append(voiced)
-
-    def snr_db(self, onset: int = 0) -> float:
-        """`onset`: index of the frame where speech started."""
-        p = np.array(self.powers)
-        v = np.array(self.voiced, dtype=bool)
-        if not v.any():
-            return 0.0
-        silent = p <= 1.0  # digital silence: gated input, padding, a synthesised room
-        before = np.arange(p.size) < onset  # the room before the participant spoke
-        quiet = p[(before | ~v) & ~silent]
-        if quiet.size >= 5:  # a real floor before or between the words
-            noise = float(np.percentile(quiet, 10))
-        elif onset > 0 and silent[:onset].all():  # digital silence before the speech
-            noise = 0.0
-        else:  # loud noise: the VAD calls every frame speech
-            noise = float(np.percentile(p[~silent], 10)) if (~silent).any() else 0.0
-        noise = max(noise, MIN_NOISE_POWER)
-        return float(10 * np.log10(max(float(p[v].mean()), 1.0) / noise))
 
 
 def open_voice_channel(

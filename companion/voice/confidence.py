@@ -7,47 +7,65 @@ model over what the first pass already has (pure, no audio here):
   speech forced onto an answer word leaves little silence.
 - `duration_fit`: -|log(frames per answer word / typical)|: a word stretched over a long
   stretch of noise, or squeezed into a click, is suspect.
-- `nbest_agreement`: the share of the 20-best paths that are the same answer.
+- `stability`: the share of the running hypotheses, from the first word heard on, that
+  already were the final answer (a word the decoder kept changing its mind about is
+  suspect). It replaced the n-best agreement, whose lattice took ~0.3 s with wide beams.
 - `acoustic_per_frame`: the answer words' acoustic score per frame (higher = better match).
+- `snr_db`: the turn's speech-to-noise ratio (channels measures it, capped at 40 dB): in
+  noise a forced answer is likelier wrong. This replaces a hard noise gate for pocketsphinx.
 The weights are fitted on the spoken-answer corpus (tests/bench/bench_answers.py
---calibrate: even clips; the benchmark reports ROC AUC on the odd ones), so the value is the
-corpus's probability that the answer was heard right. vosk gives its own word posteriors
-(the mean over the answer's words is used).
+--calibrate: the tuning voices; the benchmark reports ROC AUC on the held-out voices), so
+the value is the corpus's probability that the answer was heard right. Below `REJECT_BELOW`
+an answer is treated as not heard (asked again) rather than read back. vosk gives its own
+word posteriors (the mean over the answer's words is used).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 
 TYPICAL_WORD_FRAMES = 35.0  # ~0.35 s per answer word at 100 frames/s
+SNR_CAP_DB = 40.0  # above this a room is as good as clean
+CLEAN_SNR_DB = SNR_CAP_DB  # assumed when the recogniser alone scores an answer
 
 
 @dataclass(frozen=True)
 class Features:
     silence_share: float
     duration_fit: float
-    nbest_agreement: float
+    stability: float
     acoustic_per_frame: float
+    snr_db: float = CLEAN_SNR_DB
 
 
 # Fitted by tests/bench/bench_answers.py --calibrate (intercept, then one per feature).
-INTERCEPT = -2.4741
-WEIGHTS = (2.6132, 0.4318, 3.1113, 0.0389)
+INTERCEPT = 4.2736
+WEIGHTS = (-3.4237, 1.1914, 2.4981, 0.0543, -0.0104)
+# Answers less likely than this to be right are not heard at all (asked again): with the
+# read-back threshold, the pair that stores no wrong value in the fewest turns on the
+# tuning voices, cold (bench_answers.py --rescore --calibrate).
+REJECT_BELOW = 0.5
 
 
 def features(silence_frames: int, total_frames: int, word_frames: list[int],
-             nbest_same: int, nbest_total: int, acoustic: float) -> Features:  # fmt: skip
+             stable: int, partials: int, acoustic: float,
+             snr_db: float = CLEAN_SNR_DB) -> Features:  # fmt: skip
     """From the decoder's best path: frames in silence and in each answer word, how many of
-    the n-best paths give the same answer, and the answer words' total acoustic score."""
+    the running hypotheses were the answer, and the answer words' total acoustic score."""
     frames = max(1, sum(word_frames))
     per_word = frames / max(1, len(word_frames))
     return Features(
         silence_share=silence_frames / max(1, total_frames),
         duration_fit=-abs(math.log(per_word / TYPICAL_WORD_FRAMES)),
-        nbest_agreement=nbest_same / max(1, nbest_total),
+        stability=stable / max(1, partials),
         acoustic_per_frame=acoustic / frames,
+        snr_db=max(0.0, min(SNR_CAP_DB, snr_db)),
     )
+
+
+def with_snr(f: Features, snr_db: float) -> Features:
+    return replace(f, snr_db=max(0.0, min(SNR_CAP_DB, snr_db)))
 
 
 def probability(f: Features, weights: tuple[float, ...] = WEIGHTS,

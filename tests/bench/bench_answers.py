@@ -33,7 +33,7 @@ from companion.engine.dialogue import Expectation  # noqa: E402
 from companion.engine.session import parse_item, vocabulary_for  # noqa: E402
 from companion.voice.audio import WavSource  # noqa: E402
 from companion.voice.channels import VoiceChannel, VoiceSettings  # noqa: E402
-from tests.bench.answer_corpus import Clip, build, groups, load_pcm  # noqa: E402
+from tests.bench.answer_corpus import Clip, build, groups, half, load_pcm  # noqa: E402
 from tests.bench.machine import cpu_line  # noqa: E402
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -131,6 +131,15 @@ def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
         heard = channel.listen(Expectation("answer", vocabulary_for(item)))
         a = parse_item(item, heard.text)
         got = f"value:{a.value}" if a.kind == "value" else a.kind
+        tr = channel.last_transcript
+        raw = getattr(tr, "text", "") or ""
+        r = parse_item(item, raw)
+        snr = getattr(channel, "last_snr", None)
+        feats = getattr(tr, "features", None) or timed.features
+        if feats is not None and snr is not None and hasattr(feats, "snr_db"):
+            from companion.voice.confidence import with_snr
+
+            feats = with_snr(feats, snr)
         turn_end = channel.source.frames_read * settings.frame_ms / 1000
         speech_end = (heard.ended_at - EPOCH).total_seconds()
         wait = turn_end - speech_end if heard.text or a.kind != "unclear" else None
@@ -146,7 +155,13 @@ def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
                 "conf": heard.confidence,
                 "wait_s": wait,
                 "final_s": timed.final_s,
-                "features": list(astuple(timed.features)) if timed.features else None,
+                "features": list(astuple(feats)) if feats else None,
+                "voice": clip.voice,
+                "rate": clip.rate,
+                "noise": clip.noise,
+                "snr": snr,
+                "raw": raw,
+                "got_raw": f"value:{r.value}" if r.kind == "value" else r.kind,
             }
         )
     return out
@@ -216,6 +231,14 @@ def simulate(rows: list[dict], policy, max_reprompts: int = 2) -> dict:
 
 
 def report(backend: str, state: str, rows: list[dict], tts_s: list[float]) -> dict:
+    """The numbers for the whole corpus and for each half (tuning / held-out voices)."""
+    out = {"backend": backend, "state": state, "all": stats(rows, tts_s)}
+    for h in ("tuning", "held-out"):
+        out[h] = stats([r for r in rows if half(r["voice"]) == h], tts_s)
+    return out
+
+
+def stats(rows: list[dict], tts_s: list[float]) -> dict:
     try:
         from companion.engine.confirm import bench_policy
     except ImportError:  # the code before the policy: every rating was read back
@@ -227,26 +250,16 @@ def report(backend: str, state: str, rows: list[dict], tts_s: list[float]) -> di
     n = sum(counts.values())
     rooms: dict[str, Counter] = defaultdict(Counter)
     for r in rows:
-        rooms[r["room"]][outcome(r)] += 1
-    heard = [r for r in rows if r["got"] not in ("unclear",) and r["conf"] is not None]
-    half = {h: [r for r in heard if (int(r["clip"]) % 2 == h)] for h in (0, 1)}
-    aucs = {
-        h: auc(
-            [r["conf"] for r in v if outcome(r) == "right"],
-            [r["conf"] for r in v if outcome(r) == "wrong"],
-        )
-        for h, v in half.items()
-    }
+        if r["group"] != "confirm":
+            rooms[r["room"]][outcome(r)] += 1
+    heard = [r for r in rows if r["got"] != "unclear" and r["conf"] is not None]
     confs = {round(r["conf"], 6) for r in heard}
     lat = [
         r["wait_s"] + r["final_s"] + tts_s[i % len(tts_s)]
         for i, r in enumerate(rows)
         if r["wait_s"] is not None
     ]
-    sims = {name: simulate(rows, pol) for name, pol in bench_policy().items()}
     return {
-        "backend": backend,
-        "state": state,
         "n": n,
         "right": counts["right"] / n,
         "wrong": counts["wrong"] / n,
@@ -254,22 +267,48 @@ def report(backend: str, state: str, rows: list[dict], tts_s: list[float]) -> di
         "clean_not_heard": rooms["clean"]["not heard"] / max(sum(rooms["clean"].values()), 1),
         "rooms": {k: dict(v) for k, v in rooms.items()},
         "confirm_group": dict(Counter(outcome(r) for r in rows if r["group"] == "confirm")),
-        "auc_calibration_half": aucs[0],
-        "auc_held_out_half": aucs[1],
+        "auc": auc(
+            [r["conf"] for r in heard if outcome(r) == "right"],
+            [r["conf"] for r in heard if outcome(r) == "wrong"],
+        ),
         "distinct_confidences": len(confs),
         "latency_p50": statistics.median(lat) if lat else None,
-        "latency_p90": statistics.quantiles(lat, n=10)[-1] if len(lat) > 9 else None,
-        "policies": sims,
+        "latency_p90": statistics.quantiles(lat, n=10)[-1]
+        if len(lat) > 9
+        else max(lat, default=0.0),
+        "policies": {name: simulate(rows, pol) for name, pol in bench_policy().items()},
     }
 
 
+def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
+            reject: float) -> list[dict]:  # fmt: skip
+    """The channel's judgement again from the saved features (with the turn's SNR)."""
+    from companion.voice import confidence
+
+    gate = VoiceSettings().min_answer_snr_db
+    out = []
+    for r in rows:
+        r = dict(r)
+        if r["features"] and r["raw"]:
+            f = confidence.Features(*r["features"])
+            r["conf"] = confidence.probability(f, weights, intercept)
+            heard = r["conf"] >= reject and r["snr"] >= gate
+            r["got"] = r["got_raw"] if heard else "unclear"
+            r["text"] = r["raw"] if heard else ""
+            r["conf"] = r["conf"] if heard else None
+        out.append(r)
+    return out
+
+
 def calibrate(rows: list[dict]) -> tuple[float, list[float]]:
-    """Logistic regression (L2, gradient descent) of heard-right on the features, even clips."""
+    """Logistic regression (L2, gradient descent) of heard-right on the features, tuning voices."""
     import numpy as np
 
-    fit = [r for r in rows if r["features"] and r["got"] != "unclear" and int(r["clip"]) % 2 == 0]
+    gate = VoiceSettings().min_answer_snr_db  # answers in louder noise are never scored
+    fit = [r for r in rows if r["features"] and r["raw"] and half(r["voice"]) == "tuning"]
+    fit = [r for r in fit if r["snr"] >= gate]
     X = np.array([r["features"] for r in fit], dtype=float)
-    y = np.array([outcome(r) == "right" for r in fit], dtype=float)
+    y = np.array([r["got_raw"] == r["expected"] for r in fit], dtype=float)
     mu, sd = X.mean(0), X.std(0) + 1e-9
     Z = (X - mu) / sd
     w, b = np.zeros(X.shape[1]), 0.0
@@ -281,25 +320,39 @@ def calibrate(rows: list[dict]) -> tuple[float, list[float]]:
     return float(b - weights @ mu), [float(x) for x in weights]
 
 
-def sweep(rows: list[dict]) -> None:
-    """Wrong stored and turns per item by threshold; heard phrases that are often wrong."""
+def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> None:
+    """On the tuning voices: heard-wrong, wrong stored and turns per item by reject and
+    read-back threshold; the pair with no wrong value stored and the fewest turns; the
+    heard phrases still wrong above that read-back threshold (CONFUSABLE candidates)."""
     from companion.engine.confirm import needs_confirmation
 
-    for t in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95):
-        s = simulate(rows, lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t))
-        print(
-            f"  threshold {t:.2f}: wrong stored {s['wrong_stored']}, turns/item "
-            f"{s['turns_per_item']:.2f}"
-        )
+    tune = [r for r in rows if half(r["voice"]) == "tuning"]
+    best = None
+    for rej in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
+        judged = rejudge(tune, intercept, weights, rej)
+        c = Counter(outcome(r) for r in judged if r["group"] != "confirm")
+        n = max(1, sum(c.values()))
+        line = [f"  reject<{rej:.2f}: wrong {c['wrong'] / n:.1%} unheard {c['not heard'] / n:.1%}"]
+        for t in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99):
+            if t < rej:
+                continue
+            pol = lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t)  # noqa: E731
+            sim = simulate(judged, pol)
+            line.append(f"<{t}: {sim['wrong_stored']}/{sim['turns_per_item']:.2f}")
+            key = (sim["wrong_stored"], sim["turns_per_item"])
+            if best is None or key < best[0]:
+                best = (key, rej, t)
+        print(" ".join(line))
+    assert best is not None
+    (_, turns), rej, t = best
+    print(f"  best on the tuning voices: REJECT_BELOW = {rej}, THRESHOLD = {t} ({turns:.2f} turns)")
     heard: dict[str, Counter] = defaultdict(Counter)
-    for r in rows:
-        if r["got"] != "unclear" and int(r["clip"]) % 2 == 0:
+    for r in rejudge(tune, intercept, weights, rej):
+        if r["got"] != "unclear" and r["conf"] >= t and r["group"] != "confirm":
             heard[r["text"]][outcome(r)] += 1
-    often = {
-        t: c for t, c in heard.items() if c["wrong"] >= 2 and c["wrong"] >= 0.2 * sum(c.values())
-    }
+    often = {t: c for t, c in heard.items() if c["wrong"] >= 1}
     print(
-        "  often wrong when heard (calibration half): "
+        "  wrong though sure (tuning voices): "
         + ", ".join(f"{t!r} {c['wrong']}/{sum(c.values())}" for t, c in sorted(often.items()))
     )
 
@@ -323,42 +376,47 @@ def tts_first_audio(n: int = 12) -> list[float]:
 
 def show(res: dict, seconds: float) -> None:
     print(f"\n== {res['backend']} {res['state']} ({seconds:.0f} s) ==")
-    print(
-        f"heard right {res['right']:.1%}  wrong {res['wrong']:.1%}  not heard "
-        f"{res['not_heard']:.1%}  (n={res['n']}; clean not heard {res['clean_not_heard']:.1%})"
-    )
-    print("by room: " + "; ".join(f"{k} {v}" for k, v in sorted(res["rooms"].items())))
-    print(f"read-back yes/no clips: {res['confirm_group']}")
-    a0, a1 = res["auc_calibration_half"], res["auc_held_out_half"]
-    print(
-        f"confidence ROC AUC: calibration half {a0 if a0 is None else round(a0, 3)}, "
-        f"held-out half {a1 if a1 is None else round(a1, 3)}; "
-        f"{res['distinct_confidences']} distinct values"
-    )
-    if res["latency_p50"] is not None:
+    for part in ("all", "tuning", "held-out"):
+        r = res[part]
+        a = r["auc"]
         print(
-            f"end of answer -> next prompt audio: p50 {res['latency_p50']:.2f} s, "
-            f"p90 {res['latency_p90']:.2f} s"
+            f"[{part}] heard right {r['right']:.1%}  wrong {r['wrong']:.1%}  not heard "
+            f"{r['not_heard']:.1%}  (n={r['n']}; clean not heard {r['clean_not_heard']:.1%}); "
+            f"AUC {a if a is None else round(a, 3)} ({r['distinct_confidences']} values)"
         )
-    for name, s in res["policies"].items():
-        print(
-            f"policy {name:12} wrong stored {s['wrong_stored']:3d}  turns/item "
-            f"{s['turns_per_item']:.2f}  ({s['items']} items)"
-        )
+        print("  by room: " + "; ".join(f"{k} {v}" for k, v in sorted(r["rooms"].items())))
+        print(f"  read-back yes/no clips: {r['confirm_group']}")
+        if r["latency_p50"] is not None:
+            print(
+                f"  end of answer -> next prompt audio: p50 {r['latency_p50']:.2f} s, "
+                f"p90 {r['latency_p90']:.2f} s"
+            )
+        for name, s in r["policies"].items():
+            print(
+                f"  policy {name:12} wrong stored {s['wrong_stored']:3d}  turns/item "
+                f"{s['turns_per_item']:.2f}  ({s['items']} items)"
+            )
 
 
 def rescore(args, base: Path) -> None:
     from companion.voice import confidence
 
     tts = tts_first_audio()
-    for state in args.states.split(","):
-        rows = json.loads(base.with_suffix(f".{state}.json").read_text())
-        for r in rows:
-            if r["features"]:
-                r["conf"] = confidence.probability(confidence.Features(*r["features"]))
+    saved = {
+        s: json.loads(base.with_suffix(f".{s}.json").read_text()) for s in args.states.split(",")
+    }
+    if args.calibrate:
+        b, w = calibrate([r for rows in saved.values() for r in rows])
+        print(
+            f"calibrated on the tuning voices: INTERCEPT = {b:.4f}, WEIGHTS = "
+            f"({', '.join(f'{x:.4f}' for x in w)})"
+        )
+        for state, rows in saved.items():
+            print(f"{state}:")
+            sweep(rows, b, tuple(w))
+    for state, rows in saved.items():
+        rows = rejudge(rows, confidence.INTERCEPT, confidence.WEIGHTS, confidence.REJECT_BELOW)
         show(report(args.backend, state, rows, tts), 0.0)
-        if args.calibrate:
-            sweep(rows)
 
 
 def main() -> None:
@@ -403,12 +461,12 @@ def main() -> None:
         both = [r for rows in dump.values() for r in rows]
         b, w = calibrate(both)
         print(
-            f"\ncalibrated on the even clips: INTERCEPT = {b:.4f}, WEIGHTS = "
+            f"\ncalibrated on the tuning voices: INTERCEPT = {b:.4f}, WEIGHTS = "
             f"({', '.join(f'{x:.4f}' for x in w)})"
         )
         for state, rows in dump.items():
             print(f"{state}:")
-            sweep(rows)
+            sweep(rows, b, tuple(w))
 
 
 if __name__ == "__main__":
