@@ -63,7 +63,8 @@ def _candidate(tmp_path: Path, version: int = 2) -> Path:
     cand = tmp_path / "candidate"
     cand.mkdir()
     meta = json.loads((REPO / "models" / "companion-empathy-1.onnx.json").read_text())
-    shutil.copy(REPO / "models" / "companion-empathy-1.onnx", cand / f"companion-empathy-{version}.onnx")
+    onnx = cand / f"companion-empathy-{version}.onnx"
+    shutil.copy(REPO / "models" / "companion-empathy-1.onnx", onnx)
     tok = f"companion-empathy-{version}.tokenizer.json"
     shutil.copy(REPO / "models" / meta["tokenizer"]["file"], cand / tok)
     meta["tokenizer"]["file"] = tok
