@@ -114,7 +114,7 @@ def test_swap_model_names_a_missing_tokenizer(tmp_path):
 )
 def test_smoke_refuses_bad_options_before_doing_anything(tmp_path, args, message):
     csv = tmp_path / "dev.csv"
-    csv.write_text("label,content\njoyful,a text\n")
+    csv.write_text("label,content\n1,a text\n")
     (tmp_path / "EMPTY").mkdir()
     args = [str(tmp_path / "EMPTY") if a == "EMPTY" else a for a in args]
     done = run("bash", ARM64 / "smoke.sh", "--dev-csv", csv, *args, timeout=30)
