@@ -140,13 +140,15 @@ chroot_in() {  # chroot_in ROOT CMD...: in its own network namespace (no route, 
 in_root() { chroot_in "$m" "$@"; }
 site=opt/companion/.venv/lib/python3.11/site-packages
 pip_whl="$(cd "$work/wheels" && ls pip-*.whl | head -1)"
-# pip runs from its wheel and does not byte-compile under emulation: the host compiles instead
-# (the same CPython 3.11 bytecode), recording the paths the device sees.
+# pip does not byte-compile under emulation: the host compiles instead (the same CPython 3.11
+# bytecode), recording the paths the device sees.
 host_compile() { "$host_py" -m compileall -q -j 0 -s "$1" -p / "$1/$2" > /dev/null; }
 
-# The dependencies' venv: built once per root + dependency wheels (a cold cache pays the
-# emulated pip install of numpy, onnxruntime, vosk...), then a read-only lower layer.
-deps_key="$( (basename "$root"; cd "$work/wheels" && ls | grep -v '^companion-') | sha256sum | cut -c1-12)"
+# The dependencies' venv, pip included: built once per root + dependency wheels (a cold cache
+# pays the emulated pip install of numpy, onnxruntime, vosk...), then a read-only lower layer.
+# (pip run from its wheel would compile its own source in every run: ~2 min emulated.)
+deps_key="$( (echo pip-in-venv; basename "$root"; cd "$work/wheels" && ls | grep -v '^companion-') \
+  | sha256sum | cut -c1-12)"
 layer="$cache/venv-$deps_key"
 if [ -f "$layer/.complete" ]; then
   step venv "dependencies' venv: reusing $layer"
@@ -157,7 +159,7 @@ else
   mapfile -t deps < <("$host_py" -c 'import tomllib; [print(d) for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]]')
   chroot_in "$work/build" python3 -m venv --without-pip /opt/companion/.venv
   chroot_in "$work/build" /opt/companion/.venv/bin/python "/wheels/$pip_whl/pip" install -q \
-    --no-compile --no-cache-dir --no-index --find-links /wheels "${deps[@]}" \
+    --no-compile --no-cache-dir --no-index --find-links /wheels "${deps[@]}" pip \
     || fail "installing the dependencies from the wheelhouse"
   unmount_root "$work/build"
   rm -rf "$layer.tmp/ovl" "$layer.tmp/fs/tmp" "$layer.tmp/fs/wheels"
@@ -175,8 +177,8 @@ ok "arm64 root runs as $arch ($cpu) and check-platform.sh accepts it"
 
 step install "install (offline, from the wheelhouse)"
 # pip resolves every requirement against the wheelhouse; the cached venv already has them.
-in_root /opt/companion/.venv/bin/python "/wheels/$pip_whl/pip" install -q --no-compile \
-  --no-cache-dir --no-index --find-links /wheels companion || fail "pip install companion"
+in_root /opt/companion/.venv/bin/python -m pip install -q --no-compile --no-cache-dir \
+  --no-index --find-links /wheels companion || fail "pip install companion"
 host_compile "$m" "$site/companion"
 in_root companion --version
 ok "installed offline from the wheelhouse"
