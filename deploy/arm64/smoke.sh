@@ -154,7 +154,7 @@ if [ -f "$layer/.complete" ]; then
   step venv "dependencies' venv: reusing $layer"
 else
   step venv "dependencies' venv (cold: pip install in the emulated root, kept in $layer)"
-  rm -rf "$layer" "$layer.tmp"
+  rm -rf "$cache"/venv-*  # one layer kept: older ones belong to older wheels or roots
   mount_root "$work/build" "$root" "$layer.tmp/fs" "$layer.tmp/ovl"
   mapfile -t deps < <("$host_py" -c 'import tomllib; [print(d) for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]]')
   chroot_in "$work/build" python3 -m venv --without-pip /opt/companion/.venv
