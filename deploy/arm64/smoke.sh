@@ -59,19 +59,26 @@ if [ -n "$model_dir" ]; then
 fi
 [ "$(id -u)" -eq 0 ] || { echo "smoke.sh: run as root (debootstrap, chroot, mounts)" >&2; exit 2; }
 
+work="$(mktemp -d /var/tmp/companion-arm64-smoke.XXXXXX)"
+m="$work/root"
 t0=$(date +%s)
-passed=0 timings="" current="" current_t=$t0
+passed=0 timings="" current="" current_t=$t0 current_cpu=0
+# CPU seconds (user + system) of every finished child: unlike wall time, not inflated by other
+# jobs sharing the cores. Background jobs count in the step that waits for them.
+cpu_now() {  # sets cpu_used; `times` runs in this shell (in $(...) it would see a subshell's children)
+  times > "$work/times"
+  cpu_used=$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] }
+                  printf "%d", t }' "$work/times")
+}
 step() {  # step NAME TEXT: print the elapsed time, note how long the previous step took
-  local now; now=$(date +%s)
-  [ -z "$current" ] || timings="$timings $current=$((now - current_t))s"
-  current="$1" current_t=$now
+  local now; now=$(date +%s); cpu_now
+  [ -z "$current" ] || timings="$timings $current=$((now - current_t))s/$((cpu_used - current_cpu))cpu"
+  current="$1" current_t=$now current_cpu=$cpu_used
   echo "== arm64 smoke [$((now - t0)) s] ${*:2}"
 }
 ok() { passed=$((passed + 1)); echo "ok: $*"; }
 fail() { echo "arm64 smoke: FAIL: $*" >&2; echo "smoke: $passed passed, 1 failed"; exit 1; }
 
-work="$(mktemp -d /var/tmp/companion-arm64-smoke.XXXXXX)"
-m="$work/root"
 bg_jobs=()
 cleanup() {
   for pid in "${bg_jobs[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -234,4 +241,5 @@ diff "$work/x86-values.txt" "$work/arm64-values.txt" || fail "voice demo values 
 ok "voice demo: the same $(wc -l < "$work/x86-values.txt") stored values on x86 and arm64"
 
 step done "done"
-echo "smoke: $passed passed, 0 failed in $(( $(date +%s) - t0 )) s ($cpu);$timings"
+cpu_now
+echo "smoke: $passed passed, 0 failed in $(( $(date +%s) - t0 )) s, $cpu_used CPU s ($cpu);$timings"
