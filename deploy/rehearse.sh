@@ -125,7 +125,7 @@ if [ "$arch" = arm64 ]; then
   # The emulated core: QEMU_CPU for every process (PID 1's environment, the services' default
   # environment and ssh logins, below) and the ARM /proc/cpuinfo onnxruntime needs to import.
   bash "$repo/deploy/arm64/cpuinfo.sh" "$qemu_cpu" > "$run/cpuinfo"
-  nspawn_arch=(--setenv=QEMU_CPU="$qemu_cpu" --bind-ro="$run/cpuinfo:/proc/cpuinfo")
+  nspawn_arch=(--setenv=QEMU_CPU="$qemu_cpu")
 fi
 say "offline media: wheelhouse, newer and broken builds (dependencies cached)"
 bash "$here/wheels.sh" "$run/media" --arch "$arch" --cache "$cache" 2>"$run/wheels.log" \
@@ -182,7 +182,14 @@ ExecStart=/opt/companion/.venv/bin/companion run --input /run/companion/particip
 WatchdogSec=10
 EOF
   if [ "$arch" = arm64 ]; then  # emulated: slower to start and to answer
-    printf '[Service]\nWatchdogSec=60\nTimeoutStartSec=1800\n' \
+    # nspawn cannot bind a host file under /proc: a boot unit binds the Pi's cpuinfo there, and
+    # the service (which gets a /proc of its own, ProtectProc=) binds it again.
+    install -m 0644 "$run/cpuinfo" "$d/fs/etc/arm-cpuinfo"
+    printf '[Unit]\nDefaultDependencies=no\nBefore=sysinit.target\n[Service]\nType=oneshot\nExecStart=/bin/mount --bind /etc/arm-cpuinfo /proc/cpuinfo\n' \
+      > "$d/fs/etc/systemd/system/arm-cpuinfo.service"
+    install -d "$d/fs/etc/systemd/system/sysinit.target.wants"
+    ln -sf ../arm-cpuinfo.service "$d/fs/etc/systemd/system/sysinit.target.wants/arm-cpuinfo.service"
+    printf '[Service]\nWatchdogSec=60\nTimeoutStartSec=1800\nBindReadOnlyPaths=/etc/arm-cpuinfo:/proc/cpuinfo\n' \
       > "$d/fs/etc/systemd/system/companion.service.d/rehearsal-arm64.conf"
     install -d "$d/fs/etc/systemd/system.conf.d"
     printf '[Manager]\nDefaultEnvironment=QEMU_CPU=%s\n' "$qemu_cpu" \
@@ -203,6 +210,11 @@ for i in $(seq 1 "$ndev"); do
     | grep -qx systemd || fail "device $i: PID 1 is not systemd"
 done
 say "devices up: PID 1 systemd, ssh from the controller only, no route out"
+if [ "$arch" = arm64 ]; then
+  [ "$(on 1 uname -m)" = aarch64 ] && on 1 "grep -q '^CPU part' /proc/cpuinfo" \
+    || fail "device 1 is not arm64 with a Pi's /proc/cpuinfo"
+  say "device 1 runs aarch64 ($qemu_cpu, emulated) and shows a Pi's /proc/cpuinfo"
+fi
 
 # Timezones whose local time leaves a 90-minute window before the evening quiet hours.
 mapfile -t zones < <("$venv/python" - "$ndev" <<'PY'
