@@ -188,7 +188,9 @@ in_root /opt/companion/.venv/bin/python -m pip install -q --no-compile --no-cach
   --no-index --find-links /wheels companion || fail "pip install companion"
 host_compile "$m" "$site/companion"
 in_root companion --version
-ok "installed offline from the wheelhouse"
+# The demos use pocketsphinx; a device may use vosk, whose native library must load too.
+in_root python -c 'import vosk' || fail "vosk's native library does not load on arm64"
+ok "installed offline from the wheelhouse; vosk's native library loads"
 
 # Beside the demos: the parity encoding (one process: emulation pays the model load once).
 in_root python /opt/parity.py encode --csv /tmp/dev.csv --n "$n" --out /tmp/arm64.npz \

@@ -19,6 +19,7 @@ done
 packages="systemd systemd-sysv dbus libpam-systemd openssh-server sudo procps iproute2 tzdata
 python3 python3-venv python3-pip espeak-ng alsa-utils libportaudio2 sox sqlite3 unzip curl
 ca-certificates libgomp1 acl"
+[ "$arch" != arm64 ] || packages="$packages libatomic1"  # provision.sh's arm64 extra (vosk)
 packages="$(echo $packages | tr ' ' '\n' | sort -u | tr '\n' ',' | sed 's/,$//')"
 key="$(printf '%s\n%s\n' "$arch" "$packages" | sha256sum | cut -c1-16)"
 root="$cache/bookworm-$arch-$key"
