@@ -77,7 +77,12 @@ step() {  # step NAME TEXT: print the elapsed time, note how long the previous s
   echo "== arm64 smoke [$((now - t0)) s] ${*:2}"
 }
 ok() { passed=$((passed + 1)); echo "ok: $*"; }
-fail() { echo "arm64 smoke: FAIL: $*" >&2; echo "smoke: $passed passed, 1 failed"; exit 1; }
+fail() {  # the timings too: a failed run's profile is as useful
+  echo "arm64 smoke: FAIL: $*" >&2
+  step failed
+  echo "smoke: $passed passed, 1 failed in $(( $(date +%s) - t0 )) s, $cpu_used CPU s ($cpu);$timings"
+  exit 1
+}
 
 bg_jobs=()
 cleanup() {
