@@ -251,7 +251,8 @@ on 1 "bash /media/usb/src/deploy/provision.sh --participant P001 --timezone ${zo
   --name ${names[0]} --asr-model /media/usb/$(basename "$model_zip") --asr-sha256 $model_sha \
   --input-device rehearsal_mic --output-device rehearsal_speaker --wheels /media/usb/wheels \
   --source /media/usb/src --protocol /media/usb/rehearsal.toml" > "$run/provision-d1.log" 2>&1 \
-  || { tail -n 30 "$run/provision-d1.log"; fail "provision.sh on device 1"; }
+  || { tail -n 30 "$run/provision-d1.log"; on 1 "journalctl -u companion -n 40 --no-pager" || true
+       fail "provision.sh on device 1"; }
 on 1 "rm -rf /media/usb"
 
 inv="$run/inventory.ini"
