@@ -189,7 +189,9 @@ EOF
       > "$d/fs/etc/systemd/system/arm-cpuinfo.service"
     install -d "$d/fs/etc/systemd/system/sysinit.target.wants"
     ln -sf ../arm-cpuinfo.service "$d/fs/etc/systemd/system/sysinit.target.wants/arm-cpuinfo.service"
-    printf '[Service]\nWatchdogSec=60\nTimeoutStartSec=1800\nBindReadOnlyPaths=/etc/arm-cpuinfo:/proc/cpuinfo\n' \
+    # PrivateNetwork= fails under qemu-user (225/NETWORK: "Failed to set up network namespacing:
+    # Input/output error", measured): off here only; the device has no route out anyway.
+    printf '[Service]\nWatchdogSec=60\nTimeoutStartSec=1800\nBindReadOnlyPaths=/etc/arm-cpuinfo:/proc/cpuinfo\nPrivateNetwork=no\n' \
       > "$d/fs/etc/systemd/system/companion.service.d/rehearsal-arm64.conf"
     install -d "$d/fs/etc/systemd/system.conf.d"
     printf '[Manager]\nDefaultEnvironment=QEMU_CPU=%s\n' "$qemu_cpu" \
