@@ -69,6 +69,8 @@ echo "== system packages"
 # run commands as the service user.
 packages="python3 python3-venv python3-pip espeak-ng alsa-utils libportaudio2 sox sqlite3 unzip
 curl ca-certificates acl"
+# vosk's aarch64 library links libatomic.so.1 (its x86_64 one does not).
+[ "$(dpkg --print-architecture 2>/dev/null)" != arm64 ] || packages="$packages libatomic1"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Field rehearsal: a whole study on simulated devices, as root, on a Debian machine.
 #
-#   sudo bash deploy/rehearse.sh [--devices 3] [--arch amd64] [--cache /var/cache/companion-rehearse]
+#   sudo bash deploy/rehearse.sh [--devices 3] [--arch amd64|arm64] [--cache /var/cache/companion-rehearse]
 #
 # Builds (once, cached by arch + package list) a Debian Bookworm root with debootstrap, boots
 # each device with `systemd-nspawn --boot` in its own network namespace, reachable only from a
@@ -13,6 +13,10 @@
 # mid-session; health.yml, collect.yml (twice), update.yml (a newer build with a migration,
 # then a broken one that must roll back) and wipe.yml (refused, then done). Ends with one
 # JSON line. Everything it starts is stopped and removed on exit, also on failure.
+# --arch arm64: one arm64 device, emulated (qemu-user, a Cortex-A72 as in a Pi 4; ~10x slower,
+# so every wait is 10x longer): provisioned by provision.sh, its service under its systemd,
+# watchdog, doctor, a scheduled session, health and collect; the fault, update and wipe steps
+# are the amd64 fleet's only (README, "Field rehearsal").
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 here="$repo/deploy/rehearse"
@@ -24,12 +28,17 @@ while [ $# -gt 0 ]; do
     --devices) ndev="$2"; shift 2 ;;
     --arch) arch="$2"; shift 2 ;;
     --cache) cache="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "rehearse: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+slow=1 qemu_cpu=cortex-a72
+case "$arch" in
+  amd64) [ "$ndev" -ge 3 ] || { echo "rehearse: --devices must be 3 or more" >&2; exit 2; } ;;
+  arm64) ndev=1 slow=10 ;;
+  *) echo "rehearse: --arch $arch: use amd64 or arm64" >&2; exit 2 ;;
+esac
 [ "$(id -u)" -eq 0 ] || { echo "rehearse: run as root (debootstrap, namespaces, nspawn)" >&2; exit 2; }
-[ "$ndev" -ge 3 ] || { echo "rehearse: --devices must be 3 or more" >&2; exit 2; }
 for tool in debootstrap systemd-nspawn ip ssh; do
   command -v "$tool" >/dev/null \
     || { echo "rehearse: $tool missing: apt-get install debootstrap systemd-container iproute2 openssh-client" >&2; exit 2; }
@@ -68,7 +77,7 @@ trap 'exit 130' INT TERM
 # ---------------------------------------------------------------- devices and their network
 dev_ip() { echo "10.231.$1.2"; }
 ssh_opts=(-i "$run/id" -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no
-          -o LogLevel=ERROR -o ConnectTimeout=5 -o BatchMode=yes)
+          -o LogLevel=ERROR -o ConnectTimeout=$((5 * slow)) -o BatchMode=yes)
 # on I CMD...: run a shell command on device I as root, from the controller namespace.
 on() { local i=$1; shift; ip netns exec "$ctl" ssh "${ssh_opts[@]}" "root@$(dev_ip "$i")" "$@"; }
 
@@ -83,10 +92,11 @@ boot_device() {
     -o "lowerdir=$rootfs,upperdir=$d/upper,workdir=$d/work" "$d/fs"
   # --register=no --keep-unit: the host need not run systemd (no machined, no bus).
   systemd-nspawn --quiet --boot --register=no --keep-unit --directory="$d/fs" --machine="$tag-d$i" \
+    "${nspawn_arch[@]}" \
     --network-namespace-path="/run/netns/$tag-d$i" --console=read-only --link-journal=no \
     >>"$d/console.log" 2>&1 </dev/null &
   NSPAWN_PID[$i]=$!
-  for _ in $(seq 1 120); do
+  for _ in $(seq 1 $((120 * slow))); do
     on "$i" true 2>/dev/null && return 0
     kill -0 "${NSPAWN_PID[$i]}" 2>/dev/null || { tail -n 20 "$d/console.log"; return 1; }
     sleep 1
@@ -110,6 +120,13 @@ stop_device() {  # hard: kill the container's PID 1 (its whole PID namespace die
 # ---------------------------------------------------------------- 1. media and root
 say "root file system (Debian Bookworm $arch, cached in $cache)"
 rootfs="$(bash "$here/rootfs.sh" --arch "$arch" --cache "$cache")"
+nspawn_arch=()
+if [ "$arch" = arm64 ]; then
+  # The emulated core: QEMU_CPU for every process (PID 1's environment, the services' default
+  # environment and ssh logins, below) and the ARM /proc/cpuinfo onnxruntime needs to import.
+  bash "$repo/deploy/arm64/cpuinfo.sh" "$qemu_cpu" > "$run/cpuinfo"
+  nspawn_arch=(--setenv=QEMU_CPU="$qemu_cpu")
+fi
 say "offline media: wheelhouse, newer and broken builds (dependencies cached)"
 bash "$here/wheels.sh" "$run/media" --arch "$arch" --cache "$cache" 2>"$run/wheels.log" \
   || { tail -n 20 "$run/wheels.log"; fail "building the wheelhouse"; }
@@ -164,6 +181,23 @@ ExecStart=
 ExecStart=/opt/companion/.venv/bin/companion run --input /run/companion/participant
 WatchdogSec=10
 EOF
+  if [ "$arch" = arm64 ]; then  # emulated: slower to start and to answer
+    # nspawn cannot bind a host file under /proc: a boot unit binds the Pi's cpuinfo there, and
+    # the service (which gets a /proc of its own, ProtectProc=) binds it again.
+    install -m 0644 "$run/cpuinfo" "$d/fs/etc/arm-cpuinfo"
+    printf '[Unit]\nDefaultDependencies=no\nBefore=sysinit.target\n[Service]\nType=oneshot\nExecStart=/bin/mount --bind /etc/arm-cpuinfo /proc/cpuinfo\n' \
+      > "$d/fs/etc/systemd/system/arm-cpuinfo.service"
+    install -d "$d/fs/etc/systemd/system/sysinit.target.wants"
+    ln -sf ../arm-cpuinfo.service "$d/fs/etc/systemd/system/sysinit.target.wants/arm-cpuinfo.service"
+    # PrivateNetwork= fails under qemu-user (225/NETWORK: "Failed to set up network namespacing:
+    # Input/output error", measured): off here only; the device has no route out anyway.
+    printf '[Service]\nWatchdogSec=60\nTimeoutStartSec=1800\nBindReadOnlyPaths=/etc/arm-cpuinfo:/proc/cpuinfo\nPrivateNetwork=no\n' \
+      > "$d/fs/etc/systemd/system/companion.service.d/rehearsal-arm64.conf"
+    install -d "$d/fs/etc/systemd/system.conf.d"
+    printf '[Manager]\nDefaultEnvironment=QEMU_CPU=%s\n' "$qemu_cpu" \
+      > "$d/fs/etc/systemd/system.conf.d/qemu.conf"
+    echo "QEMU_CPU=$qemu_cpu" >> "$d/fs/etc/environment"
+  fi
   # Named ALSA devices (null PCMs: a container has no sound card) so provisioning can name them.
   cat > "$d/fs/etc/asound.conf" <<'EOF'
 pcm.rehearsal_mic { type null; hint { show on; description "rehearsal microphone" } }
@@ -178,6 +212,11 @@ for i in $(seq 1 "$ndev"); do
     | grep -qx systemd || fail "device $i: PID 1 is not systemd"
 done
 say "devices up: PID 1 systemd, ssh from the controller only, no route out"
+if [ "$arch" = arm64 ]; then
+  [ "$(on 1 uname -m)" = aarch64 ] && on 1 "grep -q '^CPU part' /proc/cpuinfo" \
+    || fail "device 1 is not arm64 with a Pi's /proc/cpuinfo"
+  say "device 1 runs aarch64 ($qemu_cpu, emulated) and shows a Pi's /proc/cpuinfo"
+fi
 
 # Timezones whose local time leaves a 90-minute window before the evening quiet hours.
 mapfile -t zones < <("$venv/python" - "$ndev" <<'PY'
@@ -214,7 +253,8 @@ on 1 "bash /media/usb/src/deploy/provision.sh --participant P001 --timezone ${zo
   --name ${names[0]} --asr-model /media/usb/$(basename "$model_zip") --asr-sha256 $model_sha \
   --input-device rehearsal_mic --output-device rehearsal_speaker --wheels /media/usb/wheels \
   --source /media/usb/src --protocol /media/usb/rehearsal.toml" > "$run/provision-d1.log" 2>&1 \
-  || { tail -n 30 "$run/provision-d1.log"; fail "provision.sh on device 1"; }
+  || { tail -n 30 "$run/provision-d1.log"; on 1 "journalctl -u companion -n 40 --no-pager" || true
+       fail "provision.sh on device 1"; }
 on 1 "rm -rf /media/usb"
 
 inv="$run/inventory.ini"
@@ -236,14 +276,17 @@ play() {  # play NAME LOG ARGS...: ansible-playbook from the controller namespac
   local name=$1 log=$2; shift 2
   ip netns exec "$ctl" env ANSIBLE_HOME="$run/.ansible" ANSIBLE_NOCOLOR=1 \
     ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_PIPELINING=1 ANSIBLE_HOST_KEY_CHECKING=0 \
+    ANSIBLE_TIMEOUT=$((10 * slow)) \
     PATH="$venv:$PATH" "$venv/ansible-playbook" -i "$inv" "$repo/deploy/ansible/$name" \
     -e "controller_companion=$venv/companion" -e "{\"doctor_skip\": [\"$doctor_skips\"]}" "$@" \
     > "$run/$log" 2>&1
 }
+if [ "$ndev" -ge 2 ]; then
 say "devices 2..$ndev: ansible-playbook provision.yml over ssh (model file + wheelhouse copied)"
 play provision.yml provision-ansible.log --limit "$(seq -s, -f 'd%g' 2 "$ndev")" \
   -e "asr_model=$model_zip" -e "asr_sha256=$model_sha" -e "companion_wheels=$run/media/wheels" \
   || { tail -n 40 "$run/provision-ansible.log"; fail "provision.yml"; }
+fi
 
 probe() { on "$1" "runuser -u companion -- /opt/companion/.venv/bin/python - /var/lib/companion" \
   < "$here/probe.py"; }
@@ -263,7 +306,7 @@ say "provisioned: config (participant, timezone, ALSA names), vosk model from fi
 # ---------------------------------------------------------------- 4. service under systemd
 fifo=/run/companion/participant
 wait_for() {  # wait_for SECONDS CMD...: until CMD succeeds
-  local limit=$1; shift
+  local limit=$(($1 * slow)); shift
   for _ in $(seq 1 "$limit"); do "$@" 2>/dev/null && return 0; sleep 1; done
   return 1
 }
@@ -293,7 +336,7 @@ answers() {  # one whole session's replies: check-in, story, follow-ups, 7 empat
 }
 for i in $(seq 1 "$ndev"); do
   wait_for 60 invited "$i" || fail "device $i: no invitation"
-  { echo yes; answers; } | on "$i" "timeout 10 sh -c 'cat > $fifo'"
+  { echo yes; answers; } | on "$i" "timeout $((10 * slow)) sh -c 'cat > $fifo'"
 done
 for i in $(seq 1 "$ndev"); do
   wait_for 60 probe_has "$i" '"scheduled_held": 1' \
@@ -301,13 +344,15 @@ for i in $(seq 1 "$ndev"); do
 done
 say "scheduled session held on every device (invited at window start, accepted, completed)"
 
-# ---------------------------------------------------------------- 6. faults
+# ---------------------------------------------------------------- 6. faults (amd64 fleet)
+kills=null cuts=null update_ok=null rollback_ok=null wipe_ok=null
+if [ "$arch" = amd64 ]; then
 start_partial() {  # start a session by hand, give only the check-in answers, wait for them
   local i=$1 before  # sets acked: the answers the device has acknowledged
   before="$(probe "$i" | jq_ 'd["answers"]')"
-  echo | on "$i" "timeout 10 sh -c 'cat > $fifo'"
+  echo | on "$i" "timeout $((10 * slow)) sh -c 'cat > $fifo'"
   wait_for 30 probe_has "$i" '"status": "running"' || fail "device $i: manual session did not start"
-  printf '4\n2\n' | on "$i" "timeout 10 sh -c 'cat > $fifo'"
+  printf '4\n2\n' | on "$i" "timeout $((10 * slow)) sh -c 'cat > $fifo'"
   wait_for 30 probe_has "$i" "\"answers\": $((before + 2))," || fail "device $i: answers not stored"
   acked=$((before + 2))
 }
@@ -342,6 +387,7 @@ for i in $(seq 1 "$ndev"); do
   cuts=$((cuts + 1))
 done
 say "hard power-off mid-session on $cuts devices: booted, integrity ok, no acknowledged answer lost"
+fi
 
 # ---------------------------------------------------------------- 7. health, collect
 play health.yml health.log -e "health_report=$run/health.txt" \
@@ -350,12 +396,14 @@ cat "$run/health.txt"
 [ "$(grep -c ' OK ' "$run/health.txt")" -eq "$ndev" ] || fail "health: not one OK row per device"
 
 collect="$run/collected"
+if [ "$arch" = amd64 ]; then
 if play wipe.yml wipe-refused.log -e "collect_dir=$collect" -e wipe_confirm=yes; then
   fail "wipe.yml ran without a verified collect"
 fi
 grep -q "refusing to wipe" "$run/wipe-refused.log" || fail "wipe.yml failed, but not by refusing"
 for i in $(seq 1 "$ndev"); do probe "$i" | grep -q '"home": true' || fail "device $i wiped without collect"; done
 say "wipe.yml refused without a verified collect; every device still holds its data"
+fi
 
 on_devices=0 sessions_on=0 held=0
 for i in $(seq 1 "$ndev"); do
@@ -387,7 +435,8 @@ for i in $(seq 1 "$ndev"); do
 done
 say "collect.yml: $collected answers and $sessions_collected sessions in study.db = devices; again: +0; no export left on devices"
 
-# ---------------------------------------------------------------- 8. update, rollback
+# ---------------------------------------------------------------- 8. update, rollback (amd64)
+if [ "$arch" = amd64 ]; then
 newer="$(ls "$run"/media/newer/*.whl)" broken="$(ls "$run"/media/broken/*.whl)"
 schema_before="$(probe 1 | jq_ 'd["schema"]')"
 play update.yml update.log -e "update_wheel=$newer" || { tail -n 40 "$run/update.log"; fail "update.yml"; }
@@ -439,11 +488,14 @@ for i in $(seq 1 "$ndev"); do
 done
 $wipe_ok || fail "wipe left data behind"
 say "wipe.yml: no home, no file of the service user, no database/model/config, journal clean"
+fi
 
 exposure="$(systemd-analyze security --offline=yes "$repo/deploy/companion.service" 2>/dev/null \
   | sed -n 's/.*Overall exposure level for companion.service: \([0-9.]*\).*/\1/p')"
+arm64_skipped=""
+[ "$arch" = amd64 ] || arm64_skipped=', "faults, update, rollback, wipe": "run by the amd64 fleet only: the same scripts, and ~10x the time emulated", "timing": "qemu-user is ~10x slower than a Pi 4 core and shares the host'"'"'s cores: watchdog 60 s (not 10) and 10x waits, so no timing is measured here", "hardware": "no Pi kernel, device tree, GPIO, SD card or real sound card: a Pi'"'"'s /proc/cpuinfo is shown to the programs, systemd runs in a container"'
 minutes="$("$venv/python" -c "print(round(($(date +%s) - $t0) / 60, 1))")"
 say "done"
-printf '{"devices": %d, "sessions_held": %d, "answers_on_devices": %d, "answers_collected": %d, "kills_survived": %d, "power_cuts_survived": %d, "update_ok": %s, "rollback_ok": %s, "wipe_ok": %s, "exposure": %s, "skipped": {"audio hardware": "no sound card in a container: ALSA null PCMs stand in, so doctor checks the named devices but no sound is played or captured", "asr-vocabulary": "the stand-in vosk model is Korean and does not know the protocol'"'"'s English answer words, so doctor rightly fails it; the field'"'"'s English model passes this check"}, "minutes": %s}\n' \
-  "$ndev" "$held" "$on_devices" "$collected" "$kills" "$cuts" "$update_ok" "$rollback_ok" \
-  "$wipe_ok" "${exposure:-null}" "$minutes"
+printf '{"arch": "%s", "devices": %d, "sessions_held": %d, "answers_on_devices": %d, "answers_collected": %d, "kills_survived": %s, "power_cuts_survived": %s, "update_ok": %s, "rollback_ok": %s, "wipe_ok": %s, "exposure": %s, "skipped": {"audio hardware": "no sound card in a container: ALSA null PCMs stand in, so doctor checks the named devices but no sound is played or captured", "asr-vocabulary": "the stand-in vosk model is Korean and does not know the protocol'"'"'s English answer words, so doctor rightly fails it; the field'"'"'s English model passes this check"%s}, "minutes": %s}\n' \
+  "$arch" "$ndev" "$held" "$on_devices" "$collected" "$kills" "$cuts" "$update_ok" "$rollback_ok" \
+  "$wipe_ok" "${exposure:-null}" "$arm64_skipped" "$minutes"

@@ -14,6 +14,8 @@ extras=""
 # sox: audio conversion in tests and benchmarks;
 # systemd: systemd-analyze, which checks deploy/companion.service in the tests.
 packages="espeak-ng alsa-utils libportaudio2 sox systemd"
+# libatomic1 (arm64 only): vosk's aarch64 library links it.
+[ "$(dpkg --print-architecture 2>/dev/null)" != arm64 ] || packages="$packages libatomic1"
 # chromium (--test only): the tests open the report in a headless browser.
 [ "${1:-}" = "--test" ] && packages="$packages chromium"
 # --test: the field rehearsal (deploy/rehearse.sh) builds and boots Debian devices.

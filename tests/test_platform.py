@@ -3,6 +3,7 @@ parity verdict (deploy/arm64/parity.py compare), with faked platform facts and p
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -160,3 +161,36 @@ def test_parity_verdict_follows_the_thresholds(tmp_path):
              bank_fresh=emb[:4], choice_shipped=np.array(choices), **fixed)  # fmt: skip
     done = _compare(x86, tmp_path / "r.npz")
     assert done.returncode == 1 and "re-encoding the bank changes" in done.stdout
+
+
+def test_parity_encode_with_the_real_model_and_without_bank_reencoding(tmp_path):
+    csv = tmp_path / "dev.csv"
+    csv.write_text(
+        "label,content\n"
+        "1,My sister surprised me with a visit after two years abroad.\n"
+        "2,I heard a noise downstairs in the middle of the night.\n"
+        "3,Our old dog died last week and the house feels empty.\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}  # this checkout's companion
+
+    def encode(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(PARITY), "encode", "--csv", str(csv), "--n", "3",
+                               "--out", str(out), *extra], capture_output=True, text=True,
+                              env=env, timeout=300)  # fmt: skip
+
+    done = encode(tmp_path / "a.npz")
+    assert done.returncode == 0, done.stderr
+    assert "encoded 3 texts and 0 stories" in done.stdout
+    done = encode(tmp_path / "b.npz", "--bank-step", "32")
+    assert done.returncode == 0, done.stderr
+    assert "encoded 3 texts and 2 stories" in done.stdout
+    # Without re-encoding there is nothing to say about it, and nothing fails for it.
+    same = _compare(tmp_path / "a.npz", tmp_path / "a.npz")
+    assert same.returncode == 0, same.stdout
+    result = json.loads(same.stdout.splitlines()[0])
+    assert result["story_choice_shipped_vs_reencoded"] is None
+    assert result["bank_cosine_min"] is None
+    assert result["emotion_top1_agreement"] == 1.0 and result["choices"] == 3
+    # The same machine, the same model: re-encoding 2 stories agrees with the shipped ones.
+    again = _compare(tmp_path / "b.npz", tmp_path / "b.npz")
+    assert json.loads(again.stdout.splitlines()[0])["story_choice_shipped_vs_reencoded"] == 1.0

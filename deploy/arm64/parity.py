@@ -1,15 +1,16 @@
 """Model parity between two machines (arm64 vs x86) on the same inputs.
 
-    python parity.py encode --csv situations_dev.csv [--n 300] --out arm64.npz
+    python parity.py encode --csv situations_dev.csv [--n 300] [--bank-step K] --out arm64.npz
     python parity.py compare x86.npz arm64.npz [--min-agreement 0.995] [--min-cosine 0.999]
 
 `encode` runs the installed companion's encoder over the first N texts of an emotion CSV
 (`label,content`), all in one process (emulation pays the model load once). For each of the first
 50 texts it picks the best empathic match from the whole bank with the bank encodings shipped in
-the package (computed on x86), as a device does; and, on a fixed set of 16 stories (every fourth)
-that it encodes afresh on this machine, whether re-encoding would change that choice. `compare`
-prints the parity numbers as one JSON line and exits 1 if emotion top-1 agreement, the minimum
-embedding cosine or the story choices fall short.
+the package (computed on x86), as a device does. With --bank-step K it also encodes every K-th
+story afresh on this machine and records whether re-encoding would change that choice (off by
+default: a device uses the shipped encodings, and long stories are the slowest part emulated).
+`compare` prints the parity numbers as one JSON line and exits 1 if emotion top-1 agreement, the
+minimum embedding cosine or the story choices fall short.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ from pathlib import Path
 import numpy as np
 
 N_CHOICES = 50  # queries whose story choice is compared
-BANK_STEP = 4  # re-encode every fourth story: long stories are the slow part under emulation
 
 
-def encode(csv_path: str, n: int, out: str) -> None:
+def encode(csv_path: str, n: int, out: str, bank_step: int = 0) -> None:
     from companion.engine.stories import bundled_stories, content_hash
     from companion.model.empathy import bank_cache_path, story_emotions
     from companion.model.encode import Encoder, read_emotion_csv
@@ -39,7 +39,7 @@ def encode(csv_path: str, n: int, out: str) -> None:
     encoder = Encoder.load()
     enc = encoder.encode_many(texts)
     stories = bundled_stories()
-    fixed = list(range(0, len(stories), BANK_STEP))
+    fixed = list(range(0, len(stories), bank_step)) if bank_step > 0 else []
     fresh = encoder.encode_many([f"{stories[k].title}. {stories[k].text}" for k in fixed])
     with np.load(bank_cache_path(encoder.version)) as shipped:
         by_id = {str(i): k for k, i in enumerate(shipped["ids"])}
@@ -47,11 +47,14 @@ def encode(csv_path: str, n: int, out: str) -> None:
         if [str(shipped["hashes"][k]) for k in idx] != [content_hash(s.text) for s in stories]:
             sys.exit("parity: the shipped bank encodings do not match the bundled stories")
         ship_emb, ship_emo = shipped["embeddings"][idx], shipped["emotions"][idx]
-    fresh_emb = np.stack([e.embedding for e in fresh])
-    fresh_emo = np.stack([e.emotions for e in fresh])
+    dim = ship_emb.shape[1]
+    fresh_emb = np.stack([e.embedding for e in fresh]) if fresh else np.zeros((0, dim), np.float32)
+    fresh_emo = np.stack([e.emotions for e in fresh]) if fresh else ship_emo[:0]
     weights = ScoreWeights()  # the default protocol's [matching] weights
 
     def choices(which: list[int], bank_emb: np.ndarray, bank_emo: np.ndarray) -> list[str]:
+        if not which:
+            return []
         subset = [stories[k] for k in which]
         emo = np.stack([story_emotions(s, p) for s, p in zip(subset, bank_emo, strict=True)])
         return [
@@ -81,20 +84,22 @@ def compare(a_path: str, b_path: str, min_agreement: float, min_cosine: float) -
             return 2
         cos = np.sum(a["embeddings"] * b["embeddings"], axis=1)
         agree = float(np.mean(a["emotions"].argmax(1) == b["emotions"].argmax(1)))
-        bank_cos = np.sum(a["bank_fresh"] * b["bank_fresh"], axis=1)
+        bank_cos = np.sum(a["bank_fresh"] * b["bank_fresh"], axis=1)  # empty: not re-encoded
+        reencoded = b["choice_fixed_shipped"].size > 0
         # The device uses the shipped (x86) bank encodings: its choice must equal x86's.
         same_shipped = float(np.mean(a["choice_shipped"] == b["choice_shipped"]))
         # Shipped vs re-encoded on the device (fixed stories): would re-encoding change a choice?
-        same_reencoded = float(np.mean(b["choice_fixed_shipped"] == b["choice_fixed_fresh"]))
+        fixed_same = b["choice_fixed_shipped"] == b["choice_fixed_fresh"]
+        same_reencoded = float(np.mean(fixed_same)) if reencoded else 1.0
         result = {
             "machines": [str(a["machine"]), str(b["machine"])],
             "n": int(cos.size),
             "emotion_top1_agreement": round(agree, 4),
             "embedding_cosine_min": round(float(cos.min()), 6),
             "embedding_cosine_mean": round(float(cos.mean()), 6),
-            "bank_cosine_min": round(float(bank_cos.min()), 6),
+            "bank_cosine_min": round(float(bank_cos.min()), 6) if bank_cos.size else None,
             "story_choice_same_as_first": round(same_shipped, 4),
-            "story_choice_shipped_vs_reencoded": round(same_reencoded, 4),
+            "story_choice_shipped_vs_reencoded": round(same_reencoded, 4) if reencoded else None,
             "choices": int(a["choice_shipped"].size),
         }
     print(json.dumps(result))
@@ -119,6 +124,7 @@ def main() -> int:
     e = sub.add_parser("encode")
     e.add_argument("--csv", required=True)
     e.add_argument("--n", type=int, default=300)
+    e.add_argument("--bank-step", type=int, default=0)
     e.add_argument("--out", required=True)
     c = sub.add_parser("compare")
     c.add_argument("a")
@@ -127,7 +133,7 @@ def main() -> int:
     c.add_argument("--min-cosine", type=float, default=0.999)
     args = p.parse_args()
     if args.cmd == "encode":
-        encode(args.csv, args.n, args.out)
+        encode(args.csv, args.n, args.out, args.bank_step)
         return 0
     return compare(args.a, args.b, args.min_agreement, args.min_cosine)
 

@@ -22,7 +22,8 @@ mirror="${COMPANION_ARM64_MIRROR:-http://deb.debian.org/debian}"
 # What a device needs at run time (provision.sh installs the same on a Pi): python3-venv for the
 # venv; espeak-ng (pyttsx3) and sox (the voice demo's audio); libportaudio2 (sounddevice);
 # alsa-utils; sqlite3; ca-certificates; procps for ps/RSS readings in the budget script.
-packages="python3,python3-venv,espeak-ng,libportaudio2,alsa-utils,sox,sqlite3,ca-certificates,procps"
+# libatomic1: vosk's aarch64 library links it (provision.sh installs it on arm64).
+packages="python3,python3-venv,espeak-ng,libportaudio2,alsa-utils,sox,sqlite3,ca-certificates,procps,libatomic1"
 key="$(printf '%s %s %s' "$suite" "$mirror" "$packages" | sha256sum | cut -c1-12)"
 root="$cache/$suite-$key"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The offline install media of the rehearsal (what a USB stick carries to a field device):
-#   bash deploy/rehearse/wheels.sh OUT [--arch amd64] [--cache DIR]
+#   bash deploy/rehearse/wheels.sh OUT [--arch amd64|arm64] [--cache DIR]
 # OUT/wheels/    the project's wheel + every runtime dependency (dependencies cached, keyed by
 #                arch + the pyproject dependency list + Python version)
 # OUT/newer/     a newer build of this checkout that adds a schema migration (update test)
@@ -21,7 +21,7 @@ done
 py="$repo/.venv/bin/python"; [ -x "$py" ] || py=python3
 pyver="$($py -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
 [ "$pyver" = 3.11 ] || { echo "wheels: need the host's python3 to be 3.11 like Bookworm's" >&2; exit 2; }
-[ "$arch" = amd64 ] || { echo "wheels: --arch $arch: only amd64 wheels are built here" >&2; exit 2; }
+case "$arch" in amd64|arm64) ;; *) echo "wheels: --arch $arch: use amd64 or arm64" >&2; exit 2 ;; esac
 deps="$($py - "$repo/pyproject.toml" <<'PY'
 import sys, tomllib
 print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))
@@ -34,7 +34,13 @@ if [ ! -f "$deps_dir/.complete" ]; then
   rm -rf "$deps_dir.tmp"; mkdir -p "$deps_dir.tmp"
   # shellcheck disable=SC2086
   printf '%s\n' "$deps" > "$deps_dir.tmp/requirements.txt"
-  $py -m pip wheel -q --wheel-dir "$deps_dir.tmp" -r "$deps_dir.tmp/requirements.txt" >&2
+  if [ "$arch" = arm64 ]; then
+    # aarch64 wheels only, downloaded here (deploy/arm64/wheels.sh: nothing compiles on a Pi).
+    bash "$repo/deploy/arm64/wheels.sh" "$deps_dir.tmp" --python "$py" --python-version "$pyver" >&2
+    rm -f "$deps_dir.tmp"/companion-*.whl  # this checkout's wheel is built below, every run
+  else
+    $py -m pip wheel -q --wheel-dir "$deps_dir.tmp" -r "$deps_dir.tmp/requirements.txt" >&2
+  fi
   touch "$deps_dir.tmp/.complete"
   rm -rf "$deps_dir"; mv "$deps_dir.tmp" "$deps_dir"
 fi
