@@ -135,27 +135,41 @@ def test_parity_verdict_follows_the_thresholds(tmp_path):
     assert ok.returncode == 0, ok.stdout
     assert '"emotion_top1_agreement": 1.0' in ok.stdout
 
-    # Two of 300 top-1 emotions flipped: 99.33 % < 99.5 % fails; one flipped (99.67 %) passes.
-    for flips, code in ((2, 1), (1, 0)):
+    # Issue 16's goals are reported; the regression guard (below them) decides the exit code.
+    def goals(done) -> dict:
+        return json.loads(done.stdout.splitlines()[0])["goals_met"]
+
+    assert all(goals(ok).values())
+    # 2 of 300 top-1 emotions flipped (99.33 %): goal not met, guard passes; 4 (98.67 %): fails.
+    for flips, code in ((4, 1), (2, 0)):
         flipped = emo.copy()
         for i in range(flips):
             flipped[i] = np.roll(flipped[i], 1) if flipped[i].argmax() != 31 else flipped[i][::-1]
         done = _compare(x86, _parity_file(tmp_path / "f.npz", emb, flipped, choices, "aarch64"))
         assert done.returncode == code, done.stdout
+        assert not goals(done)["emotion_top1_agreement"]
+        assert "goal emotion_top1_agreement >= 0.995: NOT MET" in done.stdout
 
-    # One embedding off (cosine ~0.99): fails on the minimum, not the mean.
-    off = emb.copy()
-    off[5] = near[5] + 0.1 * emb[6]
-    off[5] /= np.linalg.norm(off[5])
-    done = _compare(x86, _parity_file(tmp_path / "c.npz", off, emo, choices, "aarch64"))
-    assert done.returncode == 1 and "embedding cosine" in done.stdout
+    # One embedding a little off (cosine ~0.995): goal missed, guard passes; far off: fails.
+    for weight, code in ((0.1, 0), (0.4, 1)):
+        off = emb.copy()
+        off[5] = near[5] + weight * emb[6]
+        off[5] /= np.linalg.norm(off[5])
+        done = _compare(x86, _parity_file(tmp_path / "c.npz", off, emo, choices, "aarch64"))
+        assert done.returncode == code, done.stdout
+        assert not goals(done)["embedding_cosine_min"]
+        assert code == 0 or "embedding cosine" in done.stdout
 
-    # A different story choice fails.
-    other = ["bank-63", *choices[1:]]
-    done = _compare(x86, _parity_file(tmp_path / "s.npz", emb, emo, other, "aarch64"))
-    assert done.returncode == 1 and "story choice differs" in done.stdout
+    # One story choice of 50 different: goal missed, guard passes; three: fails.
+    for changed, code in ((1, 0), (3, 1)):
+        other = ["bank-63"] * changed + choices[changed:]
+        done = _compare(x86, _parity_file(tmp_path / "s.npz", emb, emo, other, "aarch64"))
+        assert done.returncode == code, done.stdout
+        assert not goals(done)["story_choice_same_as_first"]
+        assert code == 0 or "story choice differs" in done.stdout
 
     # Re-encoding the fixed stories on the device would change a choice: fails too.
+    other = ["bank-63", *choices[1:]]
     fixed = {"choice_fixed_shipped": np.array(choices), "choice_fixed_fresh": np.array(other)}
     np.savez(tmp_path / "r.npz", machine=np.array("aarch64"), embeddings=emb, emotions=emo,
              bank_fresh=emb[:4], choice_shipped=np.array(choices), **fixed)  # fmt: skip

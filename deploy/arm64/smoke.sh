@@ -17,9 +17,10 @@
 #    an aarch64 wheel); the companion installed offline from it by pip in the root, which runs
 #    in a network namespace of its own (no network at all);
 # 3. in the root: `companion demo`, `companion demo --voice`, `companion doctor`;
-# 4. parity with x86: emotion top-1 agreement >= 99.5 % and embedding cosine >= 0.999 on --n dev
-#    texts (one process each side), the same story choices from the shipped bank encodings, and
-#    the voice demo storing the same values on both.
+# 4. parity with x86 on --n dev texts (one process each side) and the story choices from the
+#    shipped bank encodings: the goals (agreement >= 99.5 %, cosine >= 0.999, same choices) are
+#    reported; the step fails below parity.py's regression guard (agreement 99 %, cosine 0.985,
+#    96 % same choices); the voice demo storing the same values on both.
 # The x86 references and the arm64 parity encoding run in the background beside the demos.
 # Exit 0 only if every step passes; the last line gives each step's seconds. Mounts are undone
 # on any exit.
