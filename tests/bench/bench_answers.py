@@ -398,6 +398,18 @@ def show(res: dict, seconds: float) -> None:
             )
 
 
+def calibrate_and_sweep(by_state: dict[str, list[dict]]) -> None:
+    """Refit the confidence on every state's rows (tuning voices) and sweep thresholds per state."""
+    b, w = calibrate([r for rows in by_state.values() for r in rows])
+    print(
+        f"\ncalibrated on the tuning voices: INTERCEPT = {b:.4f}, WEIGHTS = "
+        f"({', '.join(f'{x:.4f}' for x in w)})"
+    )
+    for state, rows in by_state.items():
+        print(f"{state}:")
+        sweep(rows, b, tuple(w))
+
+
 def rescore(args, base: Path) -> None:
     from companion.voice import confidence
 
@@ -406,14 +418,7 @@ def rescore(args, base: Path) -> None:
         s: json.loads(base.with_suffix(f".{s}.json").read_text()) for s in args.states.split(",")
     }
     if args.calibrate:
-        b, w = calibrate([r for rows in saved.values() for r in rows])
-        print(
-            f"calibrated on the tuning voices: INTERCEPT = {b:.4f}, WEIGHTS = "
-            f"({', '.join(f'{x:.4f}' for x in w)})"
-        )
-        for state, rows in saved.items():
-            print(f"{state}:")
-            sweep(rows, b, tuple(w))
+        calibrate_and_sweep(saved)
     for state, rows in saved.items():
         rows = rejudge(rows, confidence.INTERCEPT, confidence.WEIGHTS, confidence.REJECT_BELOW)
         show(report(args.backend, state, rows, tts), 0.0)
@@ -458,15 +463,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(dump))
     if args.calibrate:
-        both = [r for rows in dump.values() for r in rows]
-        b, w = calibrate(both)
-        print(
-            f"\ncalibrated on the tuning voices: INTERCEPT = {b:.4f}, WEIGHTS = "
-            f"({', '.join(f'{x:.4f}' for x in w)})"
-        )
-        for state, rows in dump.items():
-            print(f"{state}:")
-            sweep(rows, b, tuple(w))
+        calibrate_and_sweep(dump)
 
 
 if __name__ == "__main__":
