@@ -79,7 +79,7 @@ def synthetic(n: int, lo: int, hi: int, seed: int, prefix: str) -> list[Story]:
 def fresh_home(root: Path, name: str) -> app.Opened:
     path = root / name
     write_config(Home(path), Config(participant_id="B1", participant_name="Sam"))
-    return app.open_home(path)
+    return app.open_home(path, create=True)  # a new home, as `init` makes one
 
 
 def import_rate(root: Path, data: Path | None) -> None:

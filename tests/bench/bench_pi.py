@@ -189,7 +189,7 @@ def storage(sessions: int) -> None:
         home.mkdir(mode=0o700)
         (home / "config.toml").write_text(
             f'participant_id = "{TEST_CONFIG.participant_id}"\ntimezone = "UTC"\n')  # fmt: skip
-        opened = app.open_home(home)
+        opened = app.open_home(home, create=True)  # a new home, as `init` makes one
         db_path = opened.home.db_path
 
         def size() -> int:  # the database file once the WAL is folded in (as at close)
