@@ -234,13 +234,20 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def cross_validate(ids, labels, teacher, cfg: TrainConfig, folds: int, scratch: Path) -> dict:
-    """Stratified k-fold: out-of-fold predictions from the int8 ONNX model of each fold."""
-    rng = np.random.default_rng(cfg.seed)
+def stratified_folds(labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    """The fold of each row, stratified by emotion: the one assignment the build's CV and the
+    acknowledgement calibration (models/calibrate_ack.py) share."""
+    rng = np.random.default_rng(seed)
     fold_of = np.zeros(len(labels), int)
     for c in range(len(EMOTIONS)):
         members = rng.permutation(np.flatnonzero(labels == c))
         fold_of[members] = np.arange(len(members)) % folds
+    return fold_of
+
+
+def cross_validate(ids, labels, teacher, cfg: TrainConfig, folds: int, scratch: Path) -> dict:
+    """Stratified k-fold: out-of-fold predictions from the int8 ONNX model of each fold."""
+    fold_of = stratified_folds(labels, folds, cfg.seed)
     oof = np.zeros((len(labels), len(EMOTIONS)), np.float32)
     drift = []
     for k in range(folds):

@@ -146,13 +146,10 @@ def build_quant() -> dict:
 
 
 def ackrule_folds(labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
-    """Stratified fold of each row: the same assignment as build.py's cross-validation."""
-    rng = np.random.default_rng(seed)
-    fold_of = np.zeros(len(labels), int)
-    for c in range(len(EMOTIONS)):
-        members = rng.permutation(np.flatnonzero(labels == c))
-        fold_of[members] = np.arange(len(members)) % folds
-    return fold_of
+    """Stratified fold of each row: build.py's assignment, so the folds are its CV's."""
+    from build import stratified_folds
+
+    return stratified_folds(labels, folds, seed)
 
 
 def main() -> None:
