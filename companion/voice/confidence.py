@@ -12,7 +12,7 @@ model over what the first pass already has (pure, no audio here):
   suspect). It replaced the n-best agreement, whose lattice took ~0.3 s with wide beams.
 - `acoustic_per_frame`: the answer words' acoustic score per frame (higher = better match).
 - `snr_db`: the turn's speech-to-noise ratio (channels measures it, capped at 40 dB): in
-  noise a forced answer is likelier wrong. This replaces a hard noise gate for pocketsphinx.
+  noise a forced answer is likelier wrong (on top of the channel's noise gate, which stays).
 The weights are fitted on the spoken-answer corpus (tests/bench/bench_answers.py
 --calibrate: the tuning voices; the benchmark reports ROC AUC on the held-out voices), so
 the value is the corpus's probability that the answer was heard right. Below `REJECT_BELOW`
@@ -60,12 +60,16 @@ def features(silence_frames: int, total_frames: int, word_frames: list[int],
         duration_fit=-abs(math.log(per_word / TYPICAL_WORD_FRAMES)),
         stability=stable / max(1, partials),
         acoustic_per_frame=acoustic / frames,
-        snr_db=max(0.0, min(SNR_CAP_DB, snr_db)),
+        snr_db=_capped(snr_db),
     )
 
 
+def _capped(snr_db: float) -> float:
+    return max(0.0, min(SNR_CAP_DB, snr_db))
+
+
 def with_snr(f: Features, snr_db: float) -> Features:
-    return replace(f, snr_db=max(0.0, min(SNR_CAP_DB, snr_db)))
+    return replace(f, snr_db=_capped(snr_db))
 
 
 def probability(f: Features, weights: tuple[float, ...] = WEIGHTS,
