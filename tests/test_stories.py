@@ -154,3 +154,28 @@ def test_import_encodes_with_progress_and_a_killed_import_keeps_what_it_encoded(
     assert f", {224 - kept} just now (" in again.stdout
     db = open_db(home / "companion.db")
     assert db["story_embeddings"].count == 224
+
+
+def test_bank_encoded_on_several_threads_is_the_same_as_one_by_one(tmp_path: Path) -> None:
+    """`stories import` encodes on one thread per core; a text's encoding must not depend on
+    which thread ran it or what ran beside it (byte-equal to the sequential encodings)."""
+    from companion.engine.stories import Story, add_stories, load_stories
+    from companion.model.bank import CachedEncoder, encode_bank
+    from companion.model.encode import Encoder
+    from companion.store.db import migrate, open_db
+
+    encoder = CachedEncoder(Encoder.load())
+    stories = [Story(f"t-{i}", s["title"], s["text"]) for i, s in enumerate(_synthetic_stories(40))]
+    stored = []
+    for workers in (1, 3):
+        db = open_db(tmp_path / f"w{workers}.db")
+        migrate(db)
+        add_stories(db, stories, source="import:test")
+        result = encode_bank(db, encoder, [s for s in load_stories(db) if s.id.startswith("t-")],
+                             chunk=7, workers=workers)  # fmt: skip
+        assert result.encoded == 40
+        stored.append(
+            {r["story_id"]: (r["embedding"], r["emotions"]) for r in db["story_embeddings"].rows}
+        )
+        db.close()
+    assert stored[0] == stored[1]

@@ -111,7 +111,8 @@ def build_id(version: str, meta: dict) -> str:
 
 
 class Encoder:
-    """Loaded model + tokenizer. Create with `Encoder.load()`; thread-compatible, not reentrant."""
+    """Loaded model + tokenizer. Create with `Encoder.load()`; `encode` may be called from several
+    threads at once (onnxruntime's Run and the tokenizer are thread-safe)."""
 
     def __init__(
         self, session, tokenizer, meta: dict, window: int, max_windows: int = MAX_WINDOWS
@@ -153,6 +154,11 @@ class Encoder:
             "loaded %s from %s (%d thread(s))", meta["name"], model_path, opts.intra_op_num_threads
         )
         return cls(session, tok, meta, window, config.max_windows or MAX_WINDOWS)
+
+    @property
+    def threads(self) -> int:
+        """Intra-op threads of one call (1 by default: a call runs in its caller's thread)."""
+        return int(self._session.get_session_options().intra_op_num_threads)
 
     def token_windows(self, text: str) -> np.ndarray:
         """Token ids as (n_windows, length): equal-length windows, no padding needed.

@@ -40,7 +40,7 @@ from companion import app  # noqa: E402
 from companion.clock import iso, utc_now  # noqa: E402
 from companion.engine.stories import Story, add_stories, load_stories  # noqa: E402
 from companion.engine.textio import TextChannel  # noqa: E402
-from companion.model.bank import encode_bank  # noqa: E402
+from companion.model.bank import bank_workers, encode_bank  # noqa: E402
 from companion.model.empathy import EmpathicChooser  # noqa: E402
 from companion.settings.config import Config, Home, write_config  # noqa: E402
 from companion.store.db import transaction  # noqa: E402
@@ -92,12 +92,20 @@ def import_rate(root: Path, data: Path | None) -> None:
             rows = [r[1] for r in list(csv.reader(f))[1:] if len(r[1].split()) >= 20][:500]
         ed = [Story(f"ed-{i}", "Untitled", " ".join(t.split())) for i, t in enumerate(rows)]
         sets.append((f"{data.name} (>= 20 words)", ed))
+    # One thread (as before) and the default (one per core) on the same stories, in one run.
     for label, stories in sets:
         add_stories(opened.db, stories, source="import:bench")
-        result = encode_bank(opened.db, chooser.encoder, load_stories(opened.db))
         words = statistics.mean(s.word_count for s in stories)
-        print(f"import encoding, {label}: {result.encoded} stories (mean {words:.0f} words) "
-              f"in {result.seconds:.1f} s = {result.rate:.1f} stories/s")  # fmt: skip
+        for workers in (1, bank_workers(chooser.encoder.encoder.threads)):
+            with opened.db.conn:
+                opened.db.conn.executemany(
+                    "DELETE FROM story_embeddings WHERE story_id = ?", [(s.id,) for s in stories]
+                )
+            result = encode_bank(opened.db, chooser.encoder, load_stories(opened.db),
+                                 workers=workers)  # fmt: skip
+            print(f"import encoding, {label}, {workers} thread(s): {result.encoded} stories "
+                  f"(mean {words:.0f} words) in {result.seconds:.1f} s = "
+                  f"{result.rate:.1f} stories/s")  # fmt: skip
 
 
 class TimingChannel(TextChannel):
