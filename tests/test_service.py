@@ -272,3 +272,36 @@ def test_clock_before_the_build_date_is_not_trusted(tmp_path: Path) -> None:
     assert "earlier than the last database event" in (
         clock_problem(utc_now() - timedelta(hours=1), last_event_at(db)) or ""
     )
+
+
+def test_an_accepted_invitation_is_stored_as_its_session_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A power cut mid-session must not make a scheduled session look started by hand: the
+    accepted invitation, linked to its session, is on disk before the session's first question."""
+    from companion.service.schedule import INVITE_VOCABULARY
+    from tests.helpers.world import ScriptedChannel
+
+    home = make_home(tmp_path)
+    seen: list[tuple[list, list]] = []
+    listen = ScriptedChannel.listen
+
+    def observing(channel: ScriptedChannel, expect):  # type: ignore[no-untyped-def]
+        if expect.vocabulary != INVITE_VOCABULARY and not seen:
+            db = open_db(home / "companion.db")  # another connection: only what is committed
+            running = db.execute("SELECT id FROM sessions WHERE status = 'running'").fetchall()
+            stored = db.execute("SELECT outcome, session_id FROM invitations").fetchall()
+            db.close()
+            seen.append((running, stored))
+        return listen(channel, expect)
+
+    monkeypatch.setattr(ScriptedChannel, "listen", observing)
+    with time_machine.travel(local(0, 8), tick=False) as traveller:
+        world = World(home, traveller)
+        service = world.boot()
+        world.run_until(local(0, 10))
+        after = service.db.execute("SELECT outcome, session_id FROM invitations").fetchall()
+    (running, stored), *_ = seen
+    assert len(running) == 1
+    assert [tuple(r) for r in stored] == [("accepted", running[0][0])]
+    assert [tuple(r) for r in after] == [("accepted", running[0][0])]  # stored once, not twice

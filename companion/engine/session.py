@@ -400,8 +400,10 @@ def run_session(
     *,
     clock: Clock = utc_now,
     kind: str | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> SessionResult:
-    """Run one session to its end. EOF or Ctrl-C end it as interrupted, answers kept."""
+    """Run one session to its end. EOF or Ctrl-C end it as interrupted, answers kept.
+    `on_start(session_id)` runs once the session's row is stored, before anything is said."""
     ensure_participant(db, participant.id, participant.name, participant.timezone)
     record_protocol(db, protocol, clock())  # what was asked, for codebooks and reports
     run = SessionRun(db, protocol, channel, participant, chooser, clock,
@@ -409,6 +411,8 @@ def run_session(
     run.start()
     status, reason = "completed", None
     try:
+        if on_start:
+            on_start(run.session_id)
         run.run()
     except EndOfInput as exc:
         status, reason = "interrupted", str(exc) or "participant input ended"

@@ -194,14 +194,25 @@ class Service:
         if due > now + timedelta(seconds=1):  # quiet hours, or the clock went back
             self.plan_invitation(slot, now)
             return
-        outcome, session_id = self.invite_and_run()
-        queries.record_invitation(self.db, key, outcome, now, session_id)
+        recorded: list[int] = []
+
+        def accepted(session_id: int) -> None:
+            # Stored as the session starts, so a session cut short by a kill or power cut is
+            # still counted as the scheduled one it was.
+            queries.record_invitation(self.db, key, "accepted", now, session_id)
+            recorded.append(session_id)
+
+        outcome, session_id = self.invite_and_run(accepted)
+        if not recorded:
+            queries.record_invitation(self.db, key, outcome, now, session_id)
         if outcome in ("declined", "disk_full") and self.state(slot) == "open":
             self.mark_missed(slot, outcome)
         else:
             self.plan_invitation(slot, self.clock())
 
-    def invite_and_run(self) -> tuple[str, int | None]:
+    def invite_and_run(
+        self, on_start: Callable[[int], None] | None = None
+    ) -> tuple[str, int | None]:
         """The invitation exchange, and the session if the participant says yes."""
         if not self.disk_ok():
             return "disk_full", None
@@ -220,7 +231,7 @@ class Service:
                     elif outcome == "declined":
                         channel.say("That's fine. Let's talk another time.")
                     elif outcome == "accepted":
-                        return outcome, self.run_session(channel)
+                        return outcome, self.run_session(channel, on_start)
                 finally:
                     channel.close()
                 return outcome, None
@@ -233,10 +244,12 @@ class Service:
             log_event(self.db, "invitation_error", f"{type(exc).__name__}: {exc}", level="error")
             return "error", None
 
-    def run_session(self, channel: Channel) -> int:
+    def run_session(
+        self, channel: Channel, on_start: Callable[[int], None] | None = None
+    ) -> int:
         result = run_session(self.db, self.opened.protocol, channel, self.participant,
-                             self.chooser(),
-                             clock=self.clock)  # fmt: skip
+                             self.chooser(), clock=self.clock,
+                             on_start=on_start)  # fmt: skip
         return result.session_id
 
     def manual_session(self) -> None:
