@@ -244,9 +244,7 @@ class Service:
             log_event(self.db, "invitation_error", f"{type(exc).__name__}: {exc}", level="error")
             return "error", None
 
-    def run_session(
-        self, channel: Channel, on_start: Callable[[int], None] | None = None
-    ) -> int:
+    def run_session(self, channel: Channel, on_start: Callable[[int], None] | None = None) -> int:
         result = run_session(self.db, self.opened.protocol, channel, self.participant,
                              self.chooser(), clock=self.clock,
                              on_start=on_start)  # fmt: skip
