@@ -5,11 +5,12 @@ One threshold per level, pooled over its candidates: the exact feeling's probabi
 likeliest family's summed probability, the likeliest valence group's summed probability, and
 the family again for the stories still unnamed whose family no valence phrase covers (tender,
 anticipation). Per emotion thresholds (86 stories each) had to be so cautious that half the
-stories heard nothing; four pooled numbers are fitted on thousands. The fit names as many stories as it can while each
-level, and everything named, is right at least `target` of the time on the fitting rows; it then
-gives up at most `spare` of that coverage for naming more specifically (the exact feeling before
-a family, a family before a valence). `target` sits above the goal (`precision`) by what an
-inner cross-validation shows is needed for the rule to stay precise on stories it never saw.
+stories heard nothing; four pooled numbers are fitted on thousands. The fit names as many
+stories as it can while each level, and everything named, is right at least `target` of the
+time on the fitting rows; it then gives up at most `spare` of that coverage for naming more
+specifically (the exact feeling before a family, a family before a valence). `target` sits
+above the goal (`precision`) by what an inner cross-validation shows is needed for the rule to
+stay precise on stories it never saw.
 """
 
 from __future__ import annotations
