@@ -11,11 +11,12 @@ the shipped model is) and the held-out fold scored, as `build.py`'s cross-valida
 training is 20-60 minutes on 2 cores; its fp32 exports are kept in --scratch (keyed by the data,
 the config and the folds), so a new quantization scheme only re-quantizes and re-scores them
 (minutes), and the out-of-fold probabilities are cached keyed by the scheme as well (a rerun
-for the same model is seconds). The rule's thresholds (exact, family, valence) are then chosen by
-an outer k-fold cross-validation on those probabilities (printed per fold), and the final rule,
-fitted on all rows, is written to companion/data/acknowledge_rule.json with the model sha256 it
-belongs to. Rerun after any model rebuild: the tests fail while the rule belongs to another
-model.
+for the same model is seconds). The rule's three pooled thresholds (exact, family, valence;
+`companion.engine.ackfit`) are then fitted, and the fitting (an inner CV choosing how strict to
+be on the fitting rows, then the thresholds) measured by an outer k-fold cross-validation on
+those probabilities (printed per fold); the final rule, fitted on all rows, is written to
+companion/data/acknowledge_rule.json with the model sha256 it belongs to. Rerun after any model
+rebuild: the tests fail while the rule belongs to another model.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def ackrule_folds(labels: np.ndarray, folds: int, seed: int) -> np.ndarray:
 
 
 def main() -> None:
-    from companion.engine import ackrule
+    from companion.engine import ackfit, ackrule
     from companion.model.encode import read_emotion_csv
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -165,12 +166,7 @@ def main() -> None:
     ap.add_argument("--fold", type=int, help=argparse.SUPPRESS)  # internal: one fold's worker
     ap.add_argument("--fold-out", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--config", help=argparse.SUPPRESS)
-    ap.add_argument("--precision", type=float, default=0.9, help="target precision")
-    ap.add_argument(
-        "--select",
-        action="store_true",
-        help="choose probability or margin per level by an inner cross-validation",
-    )
+    ap.add_argument("--precision", type=float, default=0.9, help="goal: right when named")
     ap.add_argument("--scratch", type=Path, default=HERE / ".build")
     ap.add_argument("--out", type=Path, default=RULE_PATH)
     args = ap.parse_args()
@@ -182,28 +178,20 @@ def main() -> None:
     sidecar = json.loads(Path(f"{args.model}.json").read_text())
     probs = oof_probabilities(args.data, sidecar, args.folds, args.jobs, args.scratch)
     labels = [EMOTIONS[i] for i in read_emotion_csv(args.data)[0]]
-    rows = [dict(zip(EMOTIONS, map(float, p), strict=True)) for p in probs]
-    # Outer CV of the rule itself: strength measures chosen (inner CV) and thresholds fitted on
-    # k-1 folds, scored on the held-out one.
+    rows = ackfit.emotions_of(probs)
+    # Outer CV of the whole fitting (training precision chosen by an inner CV, thresholds
+    # fitted) on k-1 folds, scored on the held-out one.
     fold_of = ackrule_folds(np.asarray([EMOTIONS.index(x) for x in labels]), args.rule_folds, 7)
-    per_fold, held_out = [], [None] * len(rows)
-    for k in range(args.rule_folds):
-        train = [i for i in range(len(rows)) if fold_of[i] != k]
-        test = [i for i in range(len(rows)) if fold_of[i] == k]
-        train_rows, train_labels = [rows[i] for i in train], [labels[i] for i in train]
-        by = ackrule.select_by(train_rows, train_labels, args.precision) if args.select else None
-        rule = ackrule.fit(train_rows, train_labels, args.precision, by)
-        decisions = [ackrule.decide(rule, rows[i]) for i in test]
-        for i, d in zip(test, decisions, strict=True):
-            held_out[i] = d
-        scores = ackrule.score(decisions, [labels[i] for i in test])
-        per_fold.append(scores)
-        print(json.dumps({"fold": k + 1, **scores, "by": rule["by"]}))
-    overall = ackrule.score(held_out, labels)  # type: ignore[arg-type]
+    held_out, rules, per_fold = ackfit.cross_validate(
+        rows, labels, list(fold_of), lambda r, t: ackfit.calibrate(r, t, args.precision)
+    )
+    for k, (scores, rule) in enumerate(zip(per_fold, rules, strict=True)):
+        cuts = {key: rule[key] for key in ("target", *ackrule.LEVELS, "family_late")}
+        print(json.dumps({"fold": k + 1, **scores, "rule": cuts}))
+    overall = ackrule.score(held_out, labels)
     print(json.dumps({"fold": "all", **overall}))
-    by = ackrule.select_by(rows, labels, args.precision) if args.select else None
-    final = ackrule.fit(rows, labels, args.precision, by)
-    command = f"python models/calibrate_ack.py --data {args.data}" + " --select" * args.select
+    final = ackfit.calibrate(rows, labels, args.precision)
+    command = f"python models/calibrate_ack.py --data {args.data}"
     final.update(
         model_sha256=sidecar["sha256"],
         model=sidecar["file"],

@@ -10,8 +10,9 @@ import pytest
 
 from companion.emotions import EMOTIONS, FAMILIES, family_of
 from companion.engine import ackrule
+from companion.engine.ackfit import fit
 from companion.engine.acknowledge import FAMILY, FEELING_WORDS, NAMED, NEUTRAL, acknowledgement
-from companion.engine.ackrule import Decision, decide, fit, score
+from companion.engine.ackrule import Decision, decide, score
 from companion.engine.variety import PhraseMemory
 from companion.model.encode import default_model_dir
 from tests.helpers.run import REPO, one_error_line, run_cli
@@ -62,13 +63,17 @@ def test_the_fitted_rule_is_precise_on_held_out_rows_and_names_what_it_can() -> 
 
 
 def test_decide_names_exactly_then_by_family_then_not_at_all() -> None:
-    rule = {"exact": {"sad": 0.6}, "family": {"sadness": 0.5}}
+    rule = {"exact": 0.6, "family": 0.5}
     assert decide(rule, probs_for("sad", 0.7)) == Decision("exact", "sad")
     # below the exact threshold, but the sadness family together is likely enough
-    assert decide(rule, probs_for("sad", 0.4, "lonely")) == Decision("family", "sadness")
-    # joy has no thresholds at all: never named
-    assert decide(rule, probs_for("joyful", 0.99)) == Decision("neutral")
+    assert decide(rule, probs_for("sad", 0.45, "lonely")) == Decision("family", "sadness")
+    # one threshold per level, for every emotion and family alike
+    assert decide(rule, probs_for("joyful", 0.99)) == Decision("exact", "joyful")
+    assert decide(rule, probs_for("joyful", 0.45, "proud")) == Decision("family", "joy")
+    # nothing is likely enough at any level
+    assert decide(rule, probs_for("joyful", 0.3)) == Decision("neutral")
     assert decide(rule, None) == Decision("neutral")
+    assert decide({"exact": None, "family": 0.5}, probs_for("sad", 0.99)).level == "family"
 
 
 def test_score_reports_precision_at_the_level_named() -> None:
@@ -96,13 +101,14 @@ def test_family_phrases_name_no_single_feeling_and_every_family_has_them() -> No
 
 
 def test_acknowledgement_follows_the_rule_level() -> None:
-    rule = {"exact": {"sad": 0.6}, "family": {"sadness": 0.5}}
+    rule = {"exact": 0.6, "family": 0.5}
     rng = random.Random(1)
     exact = acknowledgement(probs_for("sad", 0.8), PhraseMemory(), rng, rule)
     assert "sad" in exact
-    family = acknowledgement(probs_for("sad", 0.4, "lonely"), PhraseMemory(), rng, rule)
+    family = acknowledgement(probs_for("sad", 0.45, "lonely"), PhraseMemory(), rng, rule)
     assert family in FAMILY["sadness"]
-    assert acknowledgement(probs_for("joyful", 0.99), PhraseMemory(), rng, rule) in NEUTRAL
+    flat = acknowledgement(probs_for("joyful", 0.3), PhraseMemory(), rng, rule)
+    assert flat in NEUTRAL
 
 
 def test_the_shipped_rule_belongs_to_the_shipped_model_and_was_cross_validated() -> None:
@@ -112,10 +118,13 @@ def test_the_shipped_rule_belongs_to_the_shipped_model_and_was_cross_validated()
     assert rule["model_sha256"] == sidecar["sha256"], "rerun models/calibrate_ack.py"
     overall = rule["cross_validated"]["overall"]
     assert overall["right_named"] >= 0.9  # the goal: what is named is right
-    assert overall["neutral"] <= 0.6  # and a good share of stories hear their feeling named
+    for level in ackrule.LEVELS:  # at every level named: under ~88 % is a poor experience
+        assert overall[f"right_{level}"] is None or overall[f"right_{level}"] >= 0.88, level
+    # a regression guard under the coverage goal (60 %, README): most stories hear a feeling
+    assert overall["named"] >= 0.55
     assert overall["named_valence"] > 0 and rule["valence"]  # the broadest level is in use
     assert len(rule["cross_validated"]["folds"]) >= 3
-    assert rule["exact"] or rule["family"]
+    assert rule["exact"] is not None and rule["target"] >= rule["precision"]
     assert rule["quantization"]  # the scheme its out-of-fold models were quantized by
 
 

@@ -25,7 +25,7 @@ def test_acknowledgements_and_the_preference_model_share_the_families() -> None:
 
 
 def test_a_feeling_named_exactly_uses_its_familys_phrasing() -> None:
-    rule = {"exact": dict.fromkeys(EMOTIONS, 0.5), "family": {}}
+    rule = {"exact": 0.5}
     for emotion in EMOTIONS:
         probs = dict.fromkeys(EMOTIONS, 0.0) | {emotion: 0.9}
         phrase = acknowledgement(probs, PhraseMemory(), random.Random(0), rule)

@@ -1,7 +1,8 @@
 """The engine: one session, pure of devices and models.
 
 Owns the session (`session`), the channel interface (`dialogue`), answer parsing (`answers`),
-the study protocol (`protocol`), acknowledgements (`acknowledge`), the story bank (`stories`),
+the study protocol (`protocol`), acknowledgements (`acknowledge`; the naming rule `ackrule`,
+fitted at build time by `ackfit`), the story bank (`stories`),
 story choice (`match`), the text channel (`textio`) and the simulated participant (`simulate`).
 
 May import: the foundation modules (`companion.errors`, `emotions`, `checksum`, `files`,

@@ -153,6 +153,10 @@ VALENCE: dict[str, tuple[str, ...]] = {
         "I like hearing that. Thank you for sharing it.",
         "That sounds like a good feeling to have.",
         "It's nice to hear you feeling good about this.",
+        "That sounds lovely. Thank you for telling me.",
+        "That sounds like something to smile about.",
+        "It's good to hear something positive.",
+        "I'm really pleased to hear that.",
     ),
     "negative": (  # the sadness, fear, anger and shame families
         "That sounds really hard.",
@@ -163,6 +167,10 @@ VALENCE: dict[str, tuple[str, ...]] = {
         "It sounds like that weighed on you.",
         "That's a hard thing to go through.",
         "That sounds like a lot to deal with.",
+        "That can't have been easy.",
+        "That sounds like a rough moment. Thank you for telling me.",
+        "I'm sorry you went through that.",
+        "I can hear that it wasn't a good feeling.",
     ),
 }
 

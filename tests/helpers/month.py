@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from companion import app
-from companion.engine.acknowledge import FAMILY, NAMED, NEUTRAL
+from companion.engine.acknowledge import FAMILY, NAMED, NEUTRAL, VALENCE
 from companion.engine.protocol import default_protocol_text
 from companion.engine.variety import pattern
 from tests.helpers.study import make_home, run_scripted
@@ -72,7 +72,7 @@ def kinds(opened: app.Opened) -> dict[str, tuple[str, ...]]:
     out["topic"] = protocol.topics
     out["acknowledgement"] = (
         *NEUTRAL, *(p for ps in FAMILY.values() for p in ps),
-        *(t for ts in NAMED.values() for t in ts),
+        *(p for ps in VALENCE.values() for p in ps), *(t for ts in NAMED.values() for t in ts),
     )  # fmt: skip
     return out
 
