@@ -29,6 +29,8 @@ _PERSON_CUES = _set(
     "cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
     "stepson stepdaughter fiance fiancee auntie aunt uncle mr mrs ms miss mister missus dr "
     "doctor nurse vicar reverend father teacher called named rang phoned texted visited "
+    "ring call phone text email tell told ask asked remember remembered miss missed meet met "
+    "thank thanked visit hug hugged "
     "little old "
     "law"  # "my brother in law trevor"
 )
@@ -92,6 +94,7 @@ _NOT_PET_NAMES = _set(
     "on the a an my our his her their as just always never still was were does did do can "
     "jumped chased chases follows followed needs needed "
 )
+_PAST = _set("was is has had died got went ran came ate bit sat")
 _TITLES = re.compile(
     r"\b(?i:mr|mrs|ms|miss|mx|dr|mister|missus|auntie|aunt|uncle|grandma|grandpa|grandad|"
     r"granddad|granny|nan|nana|reverend|rev|sir|dame|lady|lord)\.?,?\s+$"
@@ -109,10 +112,14 @@ def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
         if nxt.group(0) in ("called", "named") and i + 2 < len(words):
             nxt = words[i + 2]
         word = _base(nxt.group(0))
+        after = text[nxt.end() :].split(maxsplit=1)
+        # "the hamster nibbles escaped": a verb right after shows the -s word is its name
+        named = bool(after) and (after[0].endswith("ed") or after[0] in _PAST)
         if (
             word not in _NOT_PET_NAMES
             and not word.endswith(("ed", "n't"))
-            and not (word.endswith("s") and gaz.is_ordinary(word) and word not in gaz.people)
+            and (named or not (word.endswith("s") and gaz.is_ordinary(word)
+                               and word not in gaz.people))
             and len(word) > 1
         ):  # "our dog keeps", "the cat hasn't"
             spans.append(Span(nxt.start(), nxt.start() + len(word), "PET"))
@@ -130,7 +137,7 @@ def widen(
     def unknown(i: int) -> bool:
         w = _base(words[i].group(0))
         return (0 <= i < len(words) and (not gaz.is_ordinary(w) or w in gaz.people)
-                and not common(w)
+                and not common(w) and w not in _PERSON_CUES
                 and w not in _NOT_PROPER and len(w) > 1)  # fmt: skip
 
     if lower:  # "maureen and I", "me and jean-claude" (the latter is a truecase cue)

@@ -17,7 +17,7 @@ import hmac
 import re
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -27,6 +27,7 @@ from companion.errors import ConfigError
 from companion.files import open_private, private_dir
 from companion.research import spoken
 from companion.research.casing import pet_names, truecase, typed_names, widen
+from companion.research.context import context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.ner import Pipeline, Span
 
@@ -76,11 +77,23 @@ _TITLED = re.compile(
 # capitals, so a second word after "my name is" counts as a surname unless it is one of these.
 _GLUE = (
     "and|but|so|or|i|i'm|is|was|by|the|to|from|in|at|of|too|as|if|now|then|though|"
-    "actually|really|just|not|my|we|you|he|she|it|that|this|here|there|please|thanks"
+    "actually|really|just|not|my|we|you|he|she|it|that|this|here|there|please|thanks|with|"
+    "speaking|again|for|on|after|since|like|though|when|but|because|well|okay|ok|dear|love"
 )
+_NAME_IS = r"(?:first |last |sur|family |full |maiden |married |middle |christian |given )?name"
 _INTRODUCED = re.compile(
-    r"\b(?i:my name is|my name was|my name's|i am called|i'm called|call me)\s+"
-    rf"((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
+    rf"\b(?i:my {_NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) (?:called|known as)|call me|"
+    r"(?:they|people|everyone|everybody|friends|folk|most people) call(?:s|ed)? me|"
+    r"(?:name|put|signed|spelt|spelled) (?:it )?(?:as|under))\s+"
+    rf"(?!(?i:{_GLUE})\b)((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
+)
+# "it's zelda here", "zelda haverford speaking", "this is zelda again": a caller's name.
+_CALLER = re.compile(
+    rf"\b(?i:it's|it is|this is)\s+((?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+)"
+    rf"(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)\s+(?i:here|speaking|again|calling)\b"
+    rf"|(?:^|[.,!?]\s*|\b(?i:hello|hi|hiya|morning|evening|yes|oh)\s+)"
+    rf"((?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
+    r"\s+(?i:speaking|here)\b"
 )
 # A capitalised word after a verb of naming or contact ("named Ann", "I rang Delphine") or
 # before one at a sentence start ("Cormac phoned"); case-sensitive, common words excepted.
@@ -154,6 +167,8 @@ class Redactor:
     names: tuple[str, ...] = ()
     ner: Pipeline | None = None
     gazetteer: Gazetteer | None = None  # used with `ner` (both are the deidentify extra)
+    # Names the participant gave ("my surname is haverford"), redacted from then on everywhere.
+    learned: set[str] = field(default_factory=set, compare=False)
 
     @property
     def method(self) -> str:
@@ -174,10 +189,29 @@ class Redactor:
                   if m.group(1).lower() not in _ordinary()]  # fmt: skip
         for label, pattern in spoken.GROUPED:
             found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
-        for name in self.names:
+        for name in (*self.names, *sorted(self.learned)):
             rx = rf"\b{re.escape(name)}(?:'s)?\b"
             found += [Span(m.start(), m.end(), "PERSON") for m in re.finditer(rx, text, re.I)]
         return found
+
+    def learn(self, texts: list[str]) -> None:
+        """Remember the participant's own names in `texts`: those they introduce themselves
+        by, and the word after a name they are known by ("zelda haverford"), so a surname
+        said once is redacted in every later text too."""
+        own = "|".join(re.escape(n) for n in self.names if " " not in n)
+        after = re.compile(rf"\b(?i:{own})\s+([A-Za-z][\w'-]+)") if own else None
+        for text in texts:
+            lower = not any(c.isupper() for c in text)
+            words = [m.group(1) for m in _INTRODUCED.finditer(text)]
+            words += [m.group(1) or m.group(2) for m in _CALLER.finditer(text)]
+            words = [w for group in words for w in group.split()]
+            if after:
+                words += [m.group(1) for m in after.finditer(text)
+                          if lower or m.group(1)[0].isupper()]  # fmt: skip
+            for word in words:
+                base = word.lower().removesuffix("'s")
+                if len(base) > 2 and base not in _ordinary() and not _glue(base):
+                    self.learned.add(base)
 
     def spans_many(self, texts: list[str], use_ner: bool = True) -> list[list[Span]]:
         """Every span to redact in each text (the NER pipeline runs over all in batches).
@@ -185,7 +219,9 @@ class Redactor:
         is read through a truecased copy (`casing`)."""
         gaz = self.gazetteer
         if not use_ner or self.ner is None or gaz is None:
+            self.learn(texts)
             return [self.spans(text) for text in texts]
+        self.learn(texts)
         found = [self.spans(text, lower_rules=False) for text in texts]
         views = []
         for text, spans in zip(texts, found, strict=True):
@@ -195,6 +231,7 @@ class Redactor:
                 continue
             view, names = truecase(text, gaz, _common)
             spans += names + _name_rules(view) + pet_names(text, gaz)
+            spans += context_names(text, gaz, _common)
             views.append(view)
         for text, view, spans, entities in zip(
             texts, views, found, self.ner.spans(views), strict=True
@@ -228,6 +265,10 @@ def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
     return all(w.islower() and gaz.is_ordinary(w.strip("'-")) for w in words)
 
 
+def _glue(word: str) -> bool:
+    return re.fullmatch(rf"(?:{_GLUE})", word) is not None
+
+
 def _common(word: str) -> bool:
     return word in _ordinary()
 
@@ -237,6 +278,14 @@ def _name_rules(text: str) -> list[Span]:
     found = []
     for pattern in (_TITLED, _INTRODUCED, _RELATED, _CONTACT, _SUBJECT):
         found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
+    found += [Span(m.start(2), m.end(2), "AGE") for m in spoken.NAMED_AGE.finditer(text)
+              if not re.fullmatch(_NOT_NAMES, m.group(1))]  # fmt: skip
+    lower = not any(c.isupper() for c in text)
+    for m in _CALLER.finditer(text):
+        group = 1 if m.group(1) else 2
+        word = m.group(group)
+        if word[0].isupper() or lower and word.split()[0] not in _ordinary():
+            found.append(Span(m.start(group), m.end(group), "PERSON"))
     return found + [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
 
 

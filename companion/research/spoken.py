@@ -36,9 +36,19 @@ SPOKEN_DIGITS = re.compile(
     re.IGNORECASE,
 )
 _WORD = r"[a-z0-9][a-z0-9_-]*"
+# A local part said as several words ("z haverford forty at ..."): up to four words back
+# from "at", not the words that introduce it ("my email is", "it's").
+_INTRO = r"(?:is|it's|its|me|email|e-mail|mail|address|at|on|to|was|my|his|her|the|and|or|it)"
+_LOCAL = rf"(?!{_INTRO}\b){_WORD}"
+_JOIN = r"(?:dot|underscore|dash|hyphen|plus)"
+_PROVIDERS = (
+    r"gmail|googlemail|hotmail|yahoo|outlook|btinternet|aol|icloud|talktalk|sky|virgin|"
+    r"live|msn|me|mac|protonmail|ntlworld|blueyonder|tiscali|plus|mail"
+)
 SPOKEN_EMAIL = re.compile(
-    rf"\b{_WORD}(?:\s+(?:dot|underscore|dash|hyphen)\s+{_WORD})*\s+at\s+{_WORD}"
-    rf"(?:\s+dot\s+{_WORD})+\b",
+    rf"\b{_LOCAL}(?:\s+{_JOIN}\s+{_WORD}|\s+{_LOCAL}){{0,4}}\s+(?:at|@)\s+"
+    rf"(?:{_WORD}(?:\s+(?:dash|hyphen)\s+{_WORD})*(?:\s+dot\s+(?!dot\b){_WORD})+"
+    rf"|(?:{_PROVIDERS})\b(?:\s+(?:com|co uk|net|org)\b)?)",
     re.IGNORECASE,
 )
 SPOKEN_DATES = [
@@ -57,13 +67,20 @@ AGE = re.compile(
 # not before a unit ("I was ten minutes late").
 _UNITS = (
     r"minutes?|hours?|days?|weeks?|months?|years?|times?|pounds?|quid|miles?|pence|percent|"
-    r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?"
+    r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?|o'clock|"
+    r"am|pm|in the|at|on|out of|thirty|fifteen|forty five|quid|grand|pence|p"
 )
 SAID_AGE = re.compile(
     rf"\b(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
-    rf"were|are|'re)\s+((?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|[1-9]\d))\b"
+    rf"were|are|'re)\s+((?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT}|[1-9]\d?))\b"
     rf"(?!\s+(?:{_UNITS})\b)",
     re.IGNORECASE,
+)
+# "Little Bartek is six now": the same after a capitalised name (group 1; `deidentify` drops
+# words that are no names, "It is six").
+NAMED_AGE = re.compile(
+    r"\b([A-Z][a-z][\w'-]*)\s+(?:is|was|turned|turns|'s|will be|'ll be)\s+"
+    rf"((?i:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT}|[1-9]\d?))\b(?!\s+(?i:{_UNITS})\b)"
 )
 
 # "twenty two hawthorn drive", "on cherry tree avenue": a street said, with or without its
