@@ -29,7 +29,7 @@ _PERSON_CUES = _set(
     "cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
     "stepson stepdaughter fiance fiancee auntie aunt uncle mr mrs ms miss mister missus dr "
     "doctor nurse vicar reverend father teacher called named rang phoned texted visited "
-    "ring call phone text email tell told ask asked remember remembered miss missed meet met "
+    "ring tell told ask asked remember remembered miss missed meet met "
     "thank thanked visit hug hugged "
     "little old "
     "law"  # "my brother in law trevor"
@@ -47,6 +47,9 @@ _NOT_PROPER = _set(
 )
 
 
+_OBJECTS = _set("my a an the his her their our your me him them it us some all this that")
+
+
 def _base(word: str) -> str:
     word = word.lower()
     return word[:-2] if word.endswith("'s") else word
@@ -58,8 +61,11 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
     chars = list(text)
     spans: list[Span] = []
     prev = prev2 = ""
-    for m in _WORD.finditer(text):
+    found = list(_WORD.finditer(text))
+    for i, m in enumerate(found):
         word = _base(m.group(0))
+        # "my friend stole my laptop": an English word before an object is a verb
+        verb = gaz.is_ordinary(word) and i + 1 < len(found) and found[i + 1].group(0) in _OBJECTS
         if word == "i":
             chars[m.start()] = "I"
         cue = prev in _PERSON_CUES or (prev == "and" and prev2 == "me")
@@ -69,7 +75,8 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
             and not common(word)
             and len(word) > 2
             and word not in _NOT_PROPER
-            and (not gaz.is_ordinary(word) or word in gaz.people or prev in _TITLE_CUES)
+            and (not gaz.is_ordinary(word) or word in gaz.people and not verb
+                 or prev in _TITLE_CUES)
             or (
                 prev in _PLACE_CUES
                 and word in gaz.places

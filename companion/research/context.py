@@ -52,6 +52,8 @@ _DOES = _set(
     "thinks thought wants wanted likes liked moved moves stays stayed bought gave gives told "
     "tells asked asks started starts turned turns is's are were does did"
 )
+# What only a person does, for a word with no relation before it ("and olga rang").
+_SAYS = _set("said says told tells rang rings phoned came comes lives lived who is was has had")
 # ... and what may follow a name that is not a verb ("benedict from the choir", "olga who").
 _AFTER_NAME = _set("and who from")
 _PETS = _set(
@@ -73,7 +75,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
     spans = []
     for i, m in enumerate(words):
         word = _base(raw[i])
-        if word in STOP or len(word) < 2 or word.endswith("ly"):
+        if word in STOP or word in RELATIONS or word in _PETS or len(word) < 2 or word.endswith("ly"):
             continue
         prev = raw[i - 1] if i else ""
         prev2 = raw[i - 2] if i > 1 else ""
@@ -96,8 +98,8 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         ):
             label = "PERSON"  # "my daughter in law precious is from", "our boy tyrone plays"
         elif (
-            (not prev or prev in ("and", "with", "remember", "but", "so"))
-            and nxt in _AFTER_NAME | _DOES
+            (not prev or prev in ("and", "with", "remember"))
+            and nxt in _AFTER_NAME | _SAYS
             and (word in gaz.people or not gaz.is_ordinary(word))
             and not common(word)
             and len(word) > 2

@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -27,7 +27,7 @@ from companion.errors import ConfigError
 from companion.files import open_private, private_dir
 from companion.research import spoken
 from companion.research.casing import pet_names, truecase, typed_names, widen
-from companion.research.context import context_names
+from companion.research.context import RELATIONS, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.ner import Pipeline, Span
 
@@ -87,10 +87,15 @@ _INTRODUCED = re.compile(
     r"(?:name|put|signed|spelt|spelled) (?:it )?(?:as|under))\s+"
     rf"(?!(?i:{_GLUE})\b)((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
 )
+# The names a participant gives as theirs, remembered for the rest of the export.
+_OWN_NAME = re.compile(
+    rf"\b(?i:my {_NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) known as)\s+"
+    rf"((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
+)
 # "it's zelda here", "zelda haverford speaking", "this is zelda again": a caller's name.
 _CALLER = re.compile(
     rf"\b(?i:it's|it is|this is)\s+((?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+)"
-    rf"(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)\s+(?i:here|speaking|again|calling)\b"
+    rf"(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)\s+(?i:here|speaking|calling)\b"
     rf"|(?:^|[.,!?]\s*|\b(?i:hello|hi|hiya|morning|evening|yes|oh)\s+)"
     rf"((?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
     r"\s+(?i:speaking|here)\b"
@@ -177,7 +182,7 @@ class Redactor:
     def spans(self, text: str, lower_rules: bool = True) -> list[Span]:
         found = [Span(m.start(), m.end(), label) for label, p in WRITTEN for m in p.finditer(text)]
         found += [Span(m.start(), m.end(), "PHONE") for m in PHONE.finditer(text) if _phone(m)]
-        found += _name_rules(text)
+        found += _name_rules(text, self.nameish)
         if not any(c.isupper() for c in text):
             if lower_rules:  # without the gazetteer; with it, `casing` reads the context
                 found += _lower_names(text)
@@ -186,7 +191,7 @@ class Redactor:
                       for m in p.finditer(upper)]  # fmt: skip
             found += [Span(m.start(), m.end(), "EMAIL") for m in LOST_DOTS.finditer(text)]
         found += [Span(m.start(1), m.end(1), "PERSON") for m in _BIRTHDAY.finditer(text)
-                  if m.group(1).lower() not in _ordinary()]  # fmt: skip
+                  if _birthday_name(text, m)]  # fmt: skip
         for label, pattern in spoken.GROUPED:
             found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
         for name in (*self.names, *sorted(self.learned)):
@@ -195,23 +200,29 @@ class Redactor:
         return found
 
     def learn(self, texts: list[str]) -> None:
-        """Remember the participant's own names in `texts`: those they introduce themselves
-        by, and the word after a name they are known by ("zelda haverford"), so a surname
-        said once is redacted in every later text too."""
+        """Remember the participant's own names in `texts`: the names they give ("my surname
+        is haverford") and the word after a name they are known by ("zelda haverford"), so
+        a surname said once is redacted in every later text too."""
         own = "|".join(re.escape(n) for n in self.names if " " not in n)
         after = re.compile(rf"\b(?i:{own})\s+([A-Za-z][\w'-]+)") if own else None
         for text in texts:
             lower = not any(c.isupper() for c in text)
-            words = [m.group(1) for m in _INTRODUCED.finditer(text)]
-            words += [m.group(1) or m.group(2) for m in _CALLER.finditer(text)]
-            words = [w for group in words for w in group.split()]
+            words = [w for m in _OWN_NAME.finditer(text) for w in m.group(1).split()]
             if after:
                 words += [m.group(1) for m in after.finditer(text)
                           if lower or m.group(1)[0].isupper()]  # fmt: skip
             for word in words:
                 base = word.lower().removesuffix("'s")
-                if len(base) > 2 and base not in _ordinary() and not _glue(base):
+                if len(base) > 2 and not _glue(base) and self.nameish(base):
                     self.learned.add(base)
+
+    def nameish(self, word: str) -> bool:
+        """A lower-case word that may be a name: no ordinary word (by the gazetteer when
+        there is one, else by our own sentences), or a known name that is no common word."""
+        if word in _ordinary():
+            return False
+        gaz = self.gazetteer
+        return gaz is None or not gaz.is_ordinary(word) or word in gaz.people
 
     def spans_many(self, texts: list[str], use_ner: bool = True) -> list[list[Span]]:
         """Every span to redact in each text (the NER pipeline runs over all in batches).
@@ -265,6 +276,21 @@ def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
     return all(w.islower() and gaz.is_ordinary(w.strip("'-")) for w in words)
 
 
+def _birthday_name(text: str, m: re.Match[str]) -> bool:
+    """"pickles's birthday" names someone; "the dog's" or "my mum's" birthday does not."""
+    word = m.group(1).lower()
+    if word not in _ordinary():
+        return True
+    before = text[: m.start()].split()[-1:]
+    return word not in RELATIONS | _DETERMINERS and not (before and before[0].lower() in _DETERMINERS)
+
+
+_DETERMINERS = frozenset(
+    "a an the my our his her their your this that its whose everyone everybody someone "
+    "somebody anyone anybody nobody today tomorrow yesterday".split()
+)
+
+
 def _glue(word: str) -> bool:
     return re.fullmatch(rf"(?:{_GLUE})", word) is not None
 
@@ -273,8 +299,9 @@ def _common(word: str) -> bool:
     return word in _ordinary()
 
 
-def _name_rules(text: str) -> list[Span]:
-    """Names by their context in text with capitals (case-sensitive rules)."""
+def _name_rules(text: str, nameish: Callable[[str], bool] | None = None) -> list[Span]:
+    """Names by their context in text with capitals (case-sensitive rules); in text without
+    any, a caller's name ("it's X here") that `nameish` accepts."""
     found = []
     for pattern in (_TITLED, _INTRODUCED, _RELATED, _CONTACT, _SUBJECT):
         found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
@@ -284,7 +311,7 @@ def _name_rules(text: str) -> list[Span]:
     for m in _CALLER.finditer(text):
         group = 1 if m.group(1) else 2
         word = m.group(group)
-        if word[0].isupper() or lower and word.split()[0] not in _ordinary():
+        if word[0].isupper() or lower and nameish is not None and nameish(word.split()[0]):
             found.append(Span(m.start(group), m.end(group), "PERSON"))
     return found + [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
 

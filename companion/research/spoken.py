@@ -11,6 +11,7 @@ _DIGIT = r"(?:zero|oh|o|nought|one|two|three|four|five|six|seven|eight|nine|doub
 _TEEN = r"(?:ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
 _TENS = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
 _UNIT = r"(?:one|two|three|four|five|six|seven|eight|nine)"
+_UNIT_2 = r"(?:two|three|four|five|six|seven|eight|nine)"  # "I'm one" is rarely an age
 _NUMBER = rf"(?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT}|hundred)"
 _ORDINAL = (
     r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
@@ -42,8 +43,8 @@ _INTRO = r"(?:is|it's|its|me|email|e-mail|mail|address|at|on|to|was|my|his|her|t
 _LOCAL = rf"(?!{_INTRO}\b){_WORD}"
 _JOIN = r"(?:dot|underscore|dash|hyphen|plus)"
 _PROVIDERS = (
-    r"gmail|googlemail|hotmail|yahoo|outlook|btinternet|aol|icloud|talktalk|sky|virgin|"
-    r"live|msn|me|mac|protonmail|ntlworld|blueyonder|tiscali|plus|mail"
+    r"gmail|googlemail|hotmail|yahoo|outlook|btinternet|aol|icloud|talktalk|protonmail|"
+    r"ntlworld|blueyonder|tiscali"
 )
 SPOKEN_EMAIL = re.compile(
     rf"\b{_LOCAL}(?:\s+{_JOIN}\s+{_WORD}|\s+{_LOCAL}){{0,4}}\s+(?:at|@)\s+"
@@ -72,7 +73,7 @@ _UNITS = (
 )
 SAID_AGE = re.compile(
     rf"\b(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
-    rf"were|are|'re)\s+((?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT}|[1-9]\d?))\b"
+    rf"were|are|'re)\s+((?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT_2}|[1-9]\d?))\b"
     rf"(?!\s+(?:{_UNITS})\b)",
     re.IGNORECASE,
 )
@@ -80,7 +81,7 @@ SAID_AGE = re.compile(
 # words that are no names, "It is six").
 NAMED_AGE = re.compile(
     r"\b([A-Z][a-z][\w'-]*)\s+(?:is|was|turned|turns|'s|will be|'ll be)\s+"
-    rf"((?i:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT}|[1-9]\d?))\b(?!\s+(?i:{_UNITS})\b)"
+    rf"((?i:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT_2}|[1-9]\d?))\b(?!\s+(?i:{_UNITS})\b)"
 )
 
 # "twenty two hawthorn drive", "on cherry tree avenue": a street said, with or without its
