@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
+from companion.research.spoken import AGE_NUMBER, NOT_AN_AGE
 
 
 def _set(words: str) -> frozenset[str]:
@@ -108,6 +109,30 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         elif raw[i].endswith("'s") and nxt in RELATIONS and not common(word) and (
                 word in gaz.people or not gaz.is_ordinary(word)):  # fmt: skip
             label = "PERSON"  # "rosalie's husband"
+        elif _possessive_name(raw[i], prev, gaz, common):
+            label = "PERSON"  # "patel's shop", "the morgans' house"
+            end = m.end()
         if label:
             spans.append(Span(m.start(), end, label))
     return spans
+
+
+def _possessive_name(token: str, prev: str, gaz: Gazetteer, common: Callable[[str], bool]) -> bool:
+    """A known name in the possessive: "patel's" (no determiner before: "the baker's" is a
+    shop) or a family's "the morgans'"."""
+    if token.endswith("s'"):
+        word = token[:-2]
+        return len(word) > 2 and word in gaz.people and not common(word) and word not in STOP
+    if not token.endswith("'s") or prev in STOP or prev in RELATIONS:
+        return False
+    word = token[:-2]
+    return (len(word) > 2 and word in gaz.people and not common(word)
+            and word not in RELATIONS and word not in STOP)  # fmt: skip
+
+
+# "my husband was seventy", "my granddaughter poppy is twelve": a relative's age.
+RELATIVE_AGE = re.compile(
+    r"\b(?i:my|our|his|her|their)\s+(?i:late\s+|little\s+|eldest\s+|youngest\s+|baby\s+)?"
+    rf"(?i:{'|'.join(sorted(RELATIONS - {'law', 'ex'}))})(?:\s+[A-Za-z][\w'-]*)?\s+"
+    rf"(?i:was|is|'s|turned|turns|will be|'ll be|just turned)\s+((?i:{AGE_NUMBER}))\b{NOT_AN_AGE}"
+)

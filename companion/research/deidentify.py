@@ -27,7 +27,7 @@ from companion.errors import ConfigError
 from companion.files import open_private, private_dir
 from companion.research import spoken
 from companion.research.casing import pet_names, truecase, typed_names, widen
-from companion.research.context import RELATIONS, context_names
+from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.ner import Pipeline, Span
 
@@ -192,7 +192,7 @@ class Redactor:
             found += [Span(m.start(), m.end(), "EMAIL") for m in LOST_DOTS.finditer(text)]
         found += [Span(m.start(1), m.end(1), "PERSON") for m in _BIRTHDAY.finditer(text)
                   if _birthday_name(text, m)]  # fmt: skip
-        for label, pattern in spoken.GROUPED:
+        for label, pattern in (*spoken.GROUPED, ("AGE", RELATIVE_AGE)):
             found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
         for name in (*self.names, *sorted(self.learned)):
             rx = rf"\b{re.escape(name)}(?:'s)?\b"

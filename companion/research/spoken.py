@@ -33,8 +33,13 @@ _YEAR = (
 # Letters read out around them belong to the number ("q q one two three four five six c",
 # a national insurance number); "a" and "i" are words, not letters, before it.
 SPOKEN_DIGITS = re.compile(
-    rf"\b(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}\b(?:\s+(?![ai]\b)[a-z]\b)?",
+    rf"(?<![\w'])(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}\b"
+    r"(?:\s+(?![ai]\b)[a-z]\b)?",
     re.IGNORECASE,
+)
+# A reference read out with its letters: "a b one two three four five".
+SPOKEN_ID = re.compile(
+    rf"(?<![\w'])(?:[a-z]\s+){{2,3}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{3,}}\b", re.IGNORECASE
 )
 _WORD = r"[a-z0-9][a-z0-9_-]*"
 # A local part said as several words ("z haverford forty at ..."): up to four words back
@@ -47,7 +52,7 @@ _PROVIDERS = (
     r"ntlworld|blueyonder|tiscali"
 )
 SPOKEN_EMAIL = re.compile(
-    rf"\b{_LOCAL}(?:\s+{_JOIN}\s+{_WORD}|\s+{_LOCAL}){{0,4}}\s+(?:at|@)\s+"
+    rf"(?<![\w']){_LOCAL}(?:\s+{_JOIN}\s+{_WORD}|\s+{_LOCAL}){{0,4}}\s+(?:at|@)\s+"
     rf"(?:{_WORD}(?:\s+(?:dash|hyphen)\s+{_WORD})*(?:\s+dot\s+(?!dot\b){_WORD})+"
     rf"|(?:{_PROVIDERS})\b(?:\s+(?:com|co uk|net|org)\b)?)",
     re.IGNORECASE,
@@ -71,6 +76,8 @@ _UNITS = (
     r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?|o'clock|"
     r"am|pm|in the|at|on|out of|thirty|fifteen|forty five|quid|grand|pence|p"
 )
+AGE_NUMBER = rf"(?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT_2}|[1-9]\d?)"
+NOT_AN_AGE = rf"(?!\s+(?:{_UNITS})\b)"  # "I was ten minutes late"
 SAID_AGE = re.compile(
     rf"\b(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
     rf"were|are|'re)\s+((?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT_2}|[1-9]\d?))\b"
@@ -117,6 +124,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("ADDRESS", SPOKEN_POSTCODE),
     ("EMAIL", SPOKEN_EMAIL),
     ("PHONE", SPOKEN_DIGITS),
+    ("ID", SPOKEN_ID),
     *(("DATE", p) for p in SPOKEN_DATES),
     ("AGE", AGE),
 ]
