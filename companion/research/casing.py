@@ -47,6 +47,10 @@ _NOT_PROPER = _set(
 )
 
 
+_MOTION = _set(
+    "went go goes going gone moved move flew fly drove drive sailed trip holiday holidays "
+    "back up down over out off emigrated retired travelled traveled"
+)
 _OBJECTS = _set("my a an the his her their our your me him them it us some all this that")
 
 
@@ -79,7 +83,8 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
                  or prev in _TITLE_CUES)
             or (
                 prev in _PLACE_CUES
-                and word in gaz.places
+                and (word in gaz.places or not gaz.is_ordinary(word) and len(word) > 3
+                     and (prev != "to" or prev2 in _MOTION))  # not "to download"
                 and word not in _NOT_PROPER
                 and not common(word)
             )
@@ -87,7 +92,10 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
             name = True
         if name and word not in _NOT_PROPER:
             chars[m.start()] = chars[m.start()].upper()
-            spans.append(Span(m.start(), m.start() + len(word), gaz.label(word)))
+            label = gaz.label(word)
+            if prev in _PLACE_CUES and word not in gaz.people:  # "to lanzarote", unknown
+                label = "PLACE"
+            spans.append(Span(m.start(), m.start() + len(word), label))
         prev2, prev = prev, word
     return "".join(chars), spans
 

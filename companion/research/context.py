@@ -76,14 +76,16 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
     spans = []
     for i, m in enumerate(words):
         word = _base(raw[i])
-        if word in STOP or word in RELATIONS or word in _PETS or len(word) < 2 or word.endswith("ly"):
+        if word in STOP | RELATIONS | _PETS or len(word) < 2 or word.endswith("ly"):
             continue
         prev = raw[i - 1] if i else ""
         prev2 = raw[i - 2] if i > 1 else ""
         nxt = raw[i + 1] if i + 1 < len(raw) else ""
         end = m.start() + len(word)
         label = ""
-        if prev == "named" or (prev == "called" and (
+        if prev in ("him", "her", "it", "them") and prev2 in ("named", "called"):
+            label = "PERSON"  # "we named her bella"
+        elif prev == "named" or (prev == "called" and (
                 prev2 in ("is", "was", "were", "are", "be", "been") or prev2.endswith("'s")
                 or prev2 not in STOP and prev2 not in _PRONOUNS)):  # fmt: skip
             # "the dog is called toffee", "a town called tavira": naming, not phoning
@@ -99,9 +101,11 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         ):
             label = "PERSON"  # "my daughter in law precious is from", "our boy tyrone plays"
         elif (
-            (not prev or prev in ("and", "with", "remember"))
+            (not prev or prev in ("and", "with", "remember", "of", "about", "see", "saw"))
             and nxt in _AFTER_NAME | _SAYS
-            and (word in gaz.people or not gaz.is_ordinary(word))
+            and (
+                word in gaz.people or not gaz.is_ordinary(word) or not prev and nxt == "from"
+            )  # opening a story: "quintus from the club"
             and not common(word)
             and len(word) > 2
         ):

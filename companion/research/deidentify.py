@@ -25,7 +25,7 @@ from typing import Any
 
 from companion.errors import ConfigError
 from companion.files import open_private, private_dir
-from companion.research import spoken
+from companion.research import intros, spoken
 from companion.research.casing import pet_names, truecase, typed_names, widen
 from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
@@ -72,33 +72,6 @@ _TITLED = re.compile(
     r"\b(?i:mr|mister|mrs|missus|ms|miss|mx|dr|doctor|nurse|uncle|aunt|auntie|grandma|grandpa|"
     r"grandad|granddad|granny|nan|sister|"
     r"brother|father|sir|dame|lady|lord)\.?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
-)
-# Words that end an introduced name ("my name is zelda and I ..."): a recogniser writes no
-# capitals, so a second word after "my name is" counts as a surname unless it is one of these.
-_GLUE = (
-    "and|but|so|or|i|i'm|is|was|by|the|to|from|in|at|of|too|as|if|now|then|though|"
-    "actually|really|just|not|my|we|you|he|she|it|that|this|here|there|please|thanks|with|"
-    "speaking|again|for|on|after|since|like|though|when|but|because|well|okay|ok|dear|love"
-)
-_NAME_IS = r"(?:first |last |sur|family |full |maiden |married |middle |christian |given )?name"
-_INTRODUCED = re.compile(
-    rf"\b(?i:my {_NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) (?:called|known as)|call me|"
-    r"(?:they|people|everyone|everybody|friends|folk|most people) call(?:s|ed)? me|"
-    r"(?:name|put|signed|spelt|spelled) (?:it )?(?:as|under))\s+"
-    rf"(?!(?i:{_GLUE})\b)((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
-)
-# The names a participant gives as theirs, remembered for the rest of the export.
-_OWN_NAME = re.compile(
-    rf"\b(?i:my {_NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) known as)\s+"
-    rf"((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
-)
-# "it's zelda here", "zelda haverford speaking", "this is zelda again": a caller's name.
-_CALLER = re.compile(
-    rf"\b(?i:it's|it is|this is)\s+((?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+)"
-    rf"(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)\s+(?i:here|speaking|calling)\b"
-    rf"|(?:^|[.,!?]\s*|\b(?i:hello|hi|hiya|morning|evening|yes|oh)\s+)"
-    rf"((?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
-    r"\s+(?i:speaking|here)\b"
 )
 # A capitalised word after a verb of naming or contact ("named Ann", "I rang Delphine") or
 # before one at a sentence start ("Cormac phoned"); case-sensitive, common words excepted.
@@ -207,7 +180,7 @@ class Redactor:
         after = re.compile(rf"\b(?i:{own})\s+([A-Za-z][\w'-]+)") if own else None
         for text in texts:
             lower = not any(c.isupper() for c in text)
-            words = [w for m in _OWN_NAME.finditer(text) for w in m.group(1).split()]
+            words = [w for m in intros.OWN_NAME.finditer(text) for w in m.group(1).split()]
             if after:
                 words += [m.group(1) for m in after.finditer(text)
                           if lower or m.group(1)[0].isupper()]  # fmt: skip
@@ -266,7 +239,7 @@ def _ordinary() -> frozenset[str]:
     text = data.joinpath("stories.jsonl").read_text("utf-8")
     text += data.joinpath("default_protocol.toml").read_text("utf-8")
     # Only words written in lower case there: the names in our stories are not ordinary.
-    words = set(re.findall(r"\b[a-z][a-z']*", text)) | set(_GLUE.split("|"))
+    words = set(re.findall(r"\b[a-z][a-z']*", text)) | set(intros.GLUE.split("|"))
     return frozenset(words)
 
 
@@ -277,22 +250,26 @@ def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
 
 
 def _birthday_name(text: str, m: re.Match[str]) -> bool:
-    """"pickles's birthday" names someone; "the dog's" or "my mum's" birthday does not."""
+    """ "pickles's birthday" names someone; "the dog's" or "my mum's" birthday does not."""
     word = m.group(1).lower()
     if word not in _ordinary():
         return True
     before = text[: m.start()].split()[-1:]
-    return word not in RELATIONS | _DETERMINERS and not (before and before[0].lower() in _DETERMINERS)
+    after_determiner = bool(before) and before[0].lower() in _DETERMINERS
+    return word not in RELATIONS | _DETERMINERS and not after_determiner
 
 
 _DETERMINERS = frozenset(
-    "a an the my our his her their your this that its whose everyone everybody someone "
-    "somebody anyone anybody nobody today tomorrow yesterday".split()
+    re.findall(
+        r"\w+",
+        "a an the my our his her their your this that its whose everyone everybody someone "
+        "somebody anyone anybody nobody today tomorrow yesterday",
+    )
 )
 
 
 def _glue(word: str) -> bool:
-    return re.fullmatch(rf"(?:{_GLUE})", word) is not None
+    return re.fullmatch(rf"(?:{intros.GLUE})", word) is not None
 
 
 def _common(word: str) -> bool:
@@ -303,12 +280,12 @@ def _name_rules(text: str, nameish: Callable[[str], bool] | None = None) -> list
     """Names by their context in text with capitals (case-sensitive rules); in text without
     any, a caller's name ("it's X here") that `nameish` accepts."""
     found = []
-    for pattern in (_TITLED, _INTRODUCED, _RELATED, _CONTACT, _SUBJECT):
+    for pattern in (_TITLED, intros.INTRODUCED, _RELATED, _CONTACT, _SUBJECT, intros.NAME_GIVEN):
         found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
     found += [Span(m.start(2), m.end(2), "AGE") for m in spoken.NAMED_AGE.finditer(text)
               if not re.fullmatch(_NOT_NAMES, m.group(1))]  # fmt: skip
     lower = not any(c.isupper() for c in text)
-    for m in _CALLER.finditer(text):
+    for m in intros.CALLER.finditer(text):
         group = 1 if m.group(1) else 2
         word = m.group(group)
         if word[0].isupper() or lower and nameish is not None and nameish(word.split()[0]):

@@ -61,7 +61,14 @@ SPOKEN_DATES = [
     re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
     re.compile(rf"\b{_MONTH}\s+(?:the\s+)?{_ORDINAL}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
     re.compile(rf"\b(?:in|of|since)\s+{_MONTH}\s+{_YEAR}\b", re.IGNORECASE),
-    re.compile(rf"\b(?:in|since|born|from)\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(
+        rf"\b(?:in|since|born|from|until|till|to|by|around|about|before|after|during|of)\s+"
+        rf"{_YEAR}\b",
+        re.IGNORECASE,
+    ),
+    # "nineteen fifty seven" needs no preposition: said that way it is always a year
+    re.compile(rf"\bnineteen[\s-](?:{_TENS}(?:[\s-]{_UNIT})?|hundred|oh[\s-]{_UNIT})\b",
+               re.IGNORECASE),  # fmt: skip
 ]
 AGE = re.compile(
     rf"\b(?:(?:\d{{1,3}}|{_NUMBER})(?:[\s-]+(?:years?|yrs?)[\s-]+old|[\s-]year[\s-]old)"
@@ -112,6 +119,14 @@ _LIVED_ON = re.compile(
     rf"((?:{_NAME_WORD}\s+){{1,3}}{_STREET})\b",
     re.IGNORECASE,
 )
+# "the house on marigold lane": a named street after a preposition (not "down the lane", and
+# not the words that are more often no street: "way", "place", "hill", "view").
+_ON_STREET = re.compile(
+    rf"\b(?:on|in|at|off|along|down|up|near|from|round|to)\s+"
+    rf"((?:{_NAME_WORD}\s+){{1,2}}(?:street|road|avenue|lane|drive|close|crescent|grove|"
+    r"terrace|gardens|mews|parade))\b",
+    re.IGNORECASE,
+)
 # A postcode read out: "b twenty three five q w", "l s six two q t".
 SPOKEN_POSTCODE = re.compile(
     rf"\b(?:[a-z]\s+)?[a-z]{{1,2}}\s+(?:{_NUMBER}|{_DIGIT}(?:\s+{_DIGIT})?)\s+(?:[a-z]\s+)?"
@@ -131,4 +146,5 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("AGE", SAID_AGE),
     ("ADDRESS", _LIVED_ON),
+    ("ADDRESS", _ON_STREET),
 ]  # the group is the span
