@@ -48,7 +48,17 @@ def redactor() -> Redactor:
         ("or just ottoline fenwick at gmail", "gmail"),
         ("it's oh one two one double four nine six triple seven", "triple"),
         ("the claim number is k l four four one nine two", "four four"),
+        ("mossop is my surname", "mossop"),
+        ("that's m o s s o p", "m o s s o p"),
+        ("ring me on plus four four seven seven double oh nine hundred one two", "plus"),
+        ("we had a week on the isle of man", "isle of man"),
+        ("we used to go up to the peak district", "peak"),
+        ("i went shopping with ffion on saturday", "ffion"),
+        ("we lived at rose cottage near the church", "rose cottage"),
+        ("we lived at twelve a mill road for years", "mill"),
         # dates and ages as they are said
+        ("we moved to the coast back in sixty eight", "sixty eight"),
+        ("she's nearly ninety and still drives", "ninety"),
         ("we married in june and moved in nineteen sixty one", "sixty one"),
         ("my late husband was seventy four when he went", "seventy four"),
         ("Little Isolde is seven and reads better than me.", "seven"),
@@ -73,6 +83,8 @@ def test_found(redactor, text, gone):
         "my phone bill went up again",
         "my youngest daughter made me a cake",
         "my mum's birthday and the dog's birthday are in june",
+        "she was diagnosed with cancer last year",
+        "we climbed to the mountain top in forty five minutes",
     ],
 )
 def test_ordinary_words_stay(redactor, text):

@@ -56,7 +56,7 @@ _DOES = _set(
 # What only a person does, for a word with no relation before it ("and olga rang").
 _SAYS = _set("said says told tells rang rings phoned came comes lives lived who is was has had")
 # ... and what may follow a name that is not a verb ("benedict from the choir", "olga who").
-_AFTER_NAME = _set("and who from")
+_AFTER_NAME = _set("and who from at")
 _PETS = _set(
     "dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise goldfish guinea "
     "collie spaniel terrier labrador greyhound tom"
@@ -113,6 +113,15 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         elif raw[i].endswith("'s") and nxt in RELATIONS and not common(word) and (
                 word in gaz.people or not gaz.is_ordinary(word)):  # fmt: skip
             label = "PERSON"  # "rosalie's husband"
+        elif (
+            nxt in _POSSESSIVE
+            and i + 2 < len(raw)
+            and raw[i + 2] in RELATIONS
+            and prev not in _POSSESSIVE
+            and (word in gaz.people or not gaz.is_ordinary(word))
+            and not common(word)
+        ):
+            label = "PERSON"  # "i rang sheila my neighbour"
         elif _possessive_name(raw[i], prev, gaz, common):
             label = "PERSON"  # "patel's shop", "the morgans' house"
             end = m.end()

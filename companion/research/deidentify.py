@@ -26,7 +26,7 @@ from typing import Any
 from companion.errors import ConfigError
 from companion.files import open_private, private_dir
 from companion.research import intros, spoken
-from companion.research.casing import pet_names, truecase, typed_names, widen
+from companion.research.casing import pet_names, place_phrases, truecase, typed_names, widen
 from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.ner import Pipeline, Span
@@ -180,7 +180,8 @@ class Redactor:
         after = re.compile(rf"\b(?i:{own})\s+([A-Za-z][\w'-]+)") if own else None
         for text in texts:
             lower = not any(c.isupper() for c in text)
-            words = [w for m in intros.OWN_NAME.finditer(text) for w in m.group(1).split()]
+            words = [w for m in intros.OWN_NAME.finditer(text)
+                     for w in (m.group(1) or m.group(2)).split()]  # fmt: skip
             if after:
                 words += [m.group(1) for m in after.finditer(text)
                           if lower or m.group(1)[0].isupper()]  # fmt: skip
@@ -215,7 +216,7 @@ class Redactor:
                 continue
             view, names = truecase(text, gaz, _common)
             spans += names + _name_rules(view) + pet_names(text, gaz)
-            spans += context_names(text, gaz, _common)
+            spans += context_names(text, gaz, _common) + place_phrases(text, gaz)
             views.append(view)
         for text, view, spans, entities in zip(
             texts, views, found, self.ner.spans(views), strict=True
@@ -282,6 +283,10 @@ def _name_rules(text: str, nameish: Callable[[str], bool] | None = None) -> list
     found = []
     for pattern in (_TITLED, intros.INTRODUCED, _RELATED, _CONTACT, _SUBJECT, intros.NAME_GIVEN):
         found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
+    for m in intros.OWN_NAME.finditer(text):
+        group = 1 if m.group(1) else 2
+        found.append(Span(m.start(group), m.end(group), "PERSON"))
+    found += [Span(m.start(), m.end(), "PERSON") for m in intros.SPELLED.finditer(text)]
     found += [Span(m.start(2), m.end(2), "AGE") for m in spoken.NAMED_AGE.finditer(text)
               if not re.fullmatch(_NOT_NAMES, m.group(1))]  # fmt: skip
     lower = not any(c.isupper() for c in text)

@@ -19,14 +19,19 @@ NAME_IS = r"(?:first |last |sur|family |full |maiden |married |middle |christian
 INTRODUCED = re.compile(
     rf"\b(?i:my {NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) (?:called|known as)|call me|"
     r"(?:they|people|everyone|everybody|friends|folk|most people) call(?:s|ed)? me|"
-    r"(?:name|put|signed|spelt|spelled) (?:it )?(?:as|under))\s+"
+    r"(?:name|put|signed|spelt|spelled) (?:it )?(?:as|under)|the name's|the name is|"
+    r"i go by|i'm mrs|i'm mr|i'm miss)\s+"
     rf"(?!(?i:{GLUE})\b)((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+))?)"
 )
-# The names a participant gives as theirs, remembered for the rest of the export.
+# The names a participant gives as theirs, remembered for the rest of the export:
+# "my surname is haverford", "haverford is my surname", "the name's haverford".
 OWN_NAME = re.compile(
-    rf"\b(?i:my {NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) known as)\s+"
+    rf"\b(?i:my {NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) known as|the name's|i go by)\s+"
     rf"((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+))?)"
+    rf"|\b((?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+))(?:'s| is| was) my {NAME_IS}\b"
 )
+# A word spelled out letter by letter ("h a v e r f o r d"): a name or an address.
+SPELLED = re.compile(r"(?<![\w'])(?:[a-z]\s+){3,}[a-z]\b", re.IGNORECASE)
 # "our cat's name is misty", "her name was edna": anyone's name given.
 NAME_GIVEN = re.compile(
     r"\b(?i:(?:his|her|their|its|our|your)|[a-z]+'s)\s+(?i:name)\s+(?i:is|was|'s)\s+"

@@ -32,8 +32,11 @@ _YEAR = (
 # Six or more digit words in a row (phone numbers, ids), with "double"/"triple" counted once.
 # Letters read out around them belong to the number ("q q one two three four five six c",
 # a national insurance number); "a" and "i" are words, not letters, before it.
+# Groups read as numbers count too ("oh seven seven hundred nine hundred"), and a leading
+# "plus" ("plus four four seven ...").
+_GROUP = rf"(?:{_DIGIT}|{_TEEN}|{_TENS}|hundred|thousand)"
 SPOKEN_DIGITS = re.compile(
-    rf"(?<![\w'])(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}\b"
+    rf"(?<![\w'])(?:plus\s+)?(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_GROUP}){{5,}}\b"
     r"(?:\s+(?![ai]\b)[a-z]\b)?",
     re.IGNORECASE,
 )
@@ -67,12 +70,15 @@ SPOKEN_DATES = [
         re.IGNORECASE,
     ),
     # "nineteen fifty seven" needs no preposition: said that way it is always a year
-    re.compile(rf"\bnineteen[\s-](?:{_TENS}(?:[\s-]{_UNIT})?|hundred|oh[\s-]{_UNIT})\b",
-               re.IGNORECASE),  # fmt: skip
+    re.compile(
+        rf"\bnineteen[\s-](?:{_TENS}(?:[\s-]{_UNIT})?|hundred|oh[\s-]{_UNIT})\b", re.IGNORECASE
+    ),  # fmt: skip
 ]
 AGE = re.compile(
-    rf"\b(?:(?:\d{{1,3}}|{_NUMBER})(?:[\s-]+(?:years?|yrs?)[\s-]+old|[\s-]year[\s-]old)"
-    rf"|aged\s+(?:\d{{1,3}}|{_NUMBER})|turned\s+(?:\d{{1,3}}|{_NUMBER})"
+    rf"\b(?:(?:\d{{1,3}}|{_NUMBER})(?:[\s-]+(?:years?|yrs?)[\s-]+(?:old|young|of age)"
+    r"|[\s-]year[\s-]old)"
+    rf"|(?:aged|age|at the age of)\s+(?:\d{{1,3}}|{_NUMBER}(?:[\s-]{_UNIT})?)"
+    rf"|turned\s+(?:\d{{1,3}}|{_NUMBER})"
     rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENS}ieth)\s+birthday)\b",
     re.IGNORECASE,
 )
@@ -83,11 +89,20 @@ _UNITS = (
     r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?|o'clock|"
     r"am|pm|in the|at|on|out of|thirty|fifteen|forty five|quid|grand|pence|p"
 )
-AGE_NUMBER = rf"(?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT_2}|[1-9]\d?)"
+# "back in sixty eight", "the summer of seventy six": a year said by its last two digits.
+SHORT_YEAR = re.compile(
+    rf"\b(?:in|since|from|until|till|of)\s+{_TENS}[\s-]{_UNIT}\b(?!\s+(?:{_UNITS})\b)",
+    re.IGNORECASE,
+)
+AGE_NUMBER = (
+    r"(?:(?:nearly|almost|only|just|barely|about|over|coming up to|going on|getting on for|"
+    r"pushing|well over|rising)\s+)?"
+    rf"(?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT_2}|[1-9]\d?|a hundred(?:\s+and\s+{_UNIT})?)"
+)
 NOT_AN_AGE = rf"(?!\s+(?:{_UNITS})\b)"  # "I was ten minutes late"
 SAID_AGE = re.compile(
     rf"\b(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
-    rf"were|are|'re)\s+((?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT_2}|[1-9]\d?))\b"
+    rf"were|are|'re)\s+({AGE_NUMBER})\b"
     rf"(?!\s+(?:{_UNITS})\b)",
     re.IGNORECASE,
 )
@@ -95,7 +110,7 @@ SAID_AGE = re.compile(
 # words that are no names, "It is six").
 NAMED_AGE = re.compile(
     r"\b([A-Z][a-z][\w'-]*)\s+(?:is|was|turned|turns|'s|will be|'ll be)\s+"
-    rf"((?i:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT_2}|[1-9]\d?))\b(?!\s+(?i:{_UNITS})\b)"
+    rf"((?i:{AGE_NUMBER}))\b(?!\s+(?i:{_UNITS})\b)"
 )
 
 # "twenty two hawthorn drive", "on cherry tree avenue": a street said, with or without its
@@ -111,7 +126,9 @@ _FUNCTION = (
 )
 _NAME_WORD = rf"(?!{_FUNCTION}\b)[a-z][\w'-]*"
 SPOKEN_ADDRESS = re.compile(
-    rf"\b(?:{_NUMBER}(?:[\s-]{_UNIT})?|\d{{1,4}})\s+(?:{_NAME_WORD}\s+){{1,3}}{_STREET}\b",
+    rf"\b(?:(?:flat|apartment)\s+(?:{_NUMBER}|\d{{1,3}}|[a-z])\s+)?(?:number\s+)?"
+    rf"(?:{_NUMBER}(?:[\s-]{_UNIT})?|\d{{1,4}})(?:\s+[a-h](?=\s))?\s+"
+    rf"(?:{_NAME_WORD}\s+|the\s+){{1,3}}{_STREET}\b",
     re.IGNORECASE,
 )
 _LIVED_ON = re.compile(
@@ -124,7 +141,7 @@ _LIVED_ON = re.compile(
 _ON_STREET = re.compile(
     rf"\b(?:on|in|at|off|along|down|up|near|from|round|to)\s+"
     rf"((?:{_NAME_WORD}\s+){{1,2}}(?:street|road|avenue|lane|drive|close|crescent|grove|"
-    r"terrace|gardens|mews|parade))\b",
+    r"terrace|gardens|mews|parade|cottage|farm|lodge|manor|grange))\b",
     re.IGNORECASE,
 )
 # A postcode read out: "b twenty three five q w", "l s six two q t".
@@ -142,6 +159,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("ID", SPOKEN_ID),
     *(("DATE", p) for p in SPOKEN_DATES),
     ("AGE", AGE),
+    ("DATE", SHORT_YEAR),
 ]
 GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("AGE", SAID_AGE),
