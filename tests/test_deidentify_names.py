@@ -39,7 +39,7 @@ def as_recognised(text: str) -> str:
         ("her email is tess wilde@mail co uk if you need it", "wilde", "[EMAIL]"),
         ("my reference is ab123456c on the letter", "ab123456c", "[ID]"),
         ("it was seven four one four eight one seven zero, and i kept it", "zero", "[PHONE]"),
-        ("my number is q q one two three four five six c", "q q", "[PHONE]"),
+        ("my number is q q one two three four five six c", "q q", "[ID]"),
         ("Dr Achterberg said I could go home on Friday.", "Achterberg", "[PERSON]"),
         ("We took the boat across to Rothesay for the day.", "Rothesay", "[PLACE]"),
     ],

@@ -1,8 +1,9 @@
 """For researchers: export (`export`, with what each option includes and the per-row changes
 in `options`), its codebook (`codebook`) and Frictionless `datapackage`, de-identification
-(`deidentify`, with spoken forms in `spoken` and the NER pipeline in `ner`), who a participant
-is across devices (`identity`), merging devices (`merge`), the HTML report (`report`, with the
-plots' item rules in `instruments`) and datasette (`browse`).
+(`deidentify`, with spoken forms in `spoken`, the NER pipeline in `ner`, word lists in
+`gazetteer`, and names found by case and context in `casing`, `context` and `intros`), who
+a participant is across devices (`identity`), merging devices (`merge`), the HTML report
+(`report`, with the plots' item rules in `instruments`) and datasette (`browse`).
 
 May import: the foundation modules, `settings`, `store` and `engine` (the protocol's
 instruments). Never `voice`, `model`, `service`, `ops`, `app` or `cli`. matplotlib (the

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from companion.research.gazetteer import Gazetteer
+from companion.research.gazetteer import UK_AREAS, Gazetteer
 from companion.research.ner import Span
 
 
@@ -29,9 +29,13 @@ _PERSON_CUES = _set(
     "cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
     "stepson stepdaughter fiance fiancee auntie aunt uncle mr mrs ms miss mister missus dr "
     "doctor nurse vicar reverend father teacher called named rang phoned texted visited "
+    "ring tell told ask asked remember remembered miss missed meet met "
+    "thank thanked visit hug hugged with for our poor dear "
     "little old "
     "law"  # "my brother in law trevor"
 )
+# Cues too common to make an English word a name ("with cancer"): only unknown words.
+_WEAK_CUES = _set("with for our poor dear")
 # After a title even an ordinary word is a name ("mr brown", "mister pickwick"); after a
 # relation it must be a known name ("my son keeps" is no name, "my son mark" is).
 _TITLE_CUES = _set("mr mrs ms miss mister missus dr auntie aunt uncle reverend")
@@ -45,6 +49,13 @@ _NOT_PROPER = _set(
 )
 
 
+_MOTION = _set(
+    "went go goes going gone moved move flew fly drove drive sailed trip holiday holidays "
+    "back up down over out off emigrated retired travelled traveled"
+)
+_OBJECTS = _set("my a an the his her their our your me him them it us some all this that")
+
+
 def _base(word: str) -> str:
     word = word.lower()
     return word[:-2] if word.endswith("'s") else word
@@ -56,8 +67,11 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
     chars = list(text)
     spans: list[Span] = []
     prev = prev2 = ""
-    for m in _WORD.finditer(text):
+    found = list(_WORD.finditer(text))
+    for i, m in enumerate(found):
         word = _base(m.group(0))
+        # "my friend stole my laptop": an English word before an object is a verb
+        verb = gaz.is_ordinary(word) and i + 1 < len(found) and found[i + 1].group(0) in _OBJECTS
         if word == "i":
             chars[m.start()] = "I"
         cue = prev in _PERSON_CUES or (prev == "and" and prev2 == "me")
@@ -67,10 +81,21 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
             and not common(word)
             and len(word) > 2
             and word not in _NOT_PROPER
-            and (not gaz.is_ordinary(word) or word in gaz.people or prev in _TITLE_CUES)
+            and (
+                not gaz.is_ordinary(word)
+                or word in gaz.people
+                and not verb
+                and prev not in _WEAK_CUES
+                or prev in _TITLE_CUES
+            )
             or (
                 prev in _PLACE_CUES
-                and word in gaz.places
+                and (
+                    word in gaz.places
+                    or not gaz.is_ordinary(word)
+                    and len(word) > 3
+                    and (prev != "to" or prev2 in _MOTION)
+                )  # not "to download"
                 and word not in _NOT_PROPER
                 and not common(word)
             )
@@ -78,7 +103,10 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
             name = True
         if name and word not in _NOT_PROPER:
             chars[m.start()] = chars[m.start()].upper()
-            spans.append(Span(m.start(), m.start() + len(word), gaz.label(word)))
+            label = gaz.label(word)
+            if prev in _PLACE_CUES and word not in gaz.people:  # "to lanzarote", unknown
+                label = "PLACE"
+            spans.append(Span(m.start(), m.start() + len(word), label))
         prev2, prev = prev, word
     return "".join(chars), spans
 
@@ -92,6 +120,7 @@ _NOT_PET_NAMES = _set(
     "on the a an my our his her their as just always never still was were does did do can "
     "jumped chased chases follows followed needs needed "
 )
+_PAST = _set("was is has had died got went ran came ate bit sat")
 _TITLES = re.compile(
     r"\b(?i:mr|mrs|ms|miss|mx|dr|mister|missus|auntie|aunt|uncle|grandma|grandpa|grandad|"
     r"granddad|granny|nan|nana|reverend|rev|sir|dame|lady|lord)\.?,?\s+$"
@@ -109,10 +138,16 @@ def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
         if nxt.group(0) in ("called", "named") and i + 2 < len(words):
             nxt = words[i + 2]
         word = _base(nxt.group(0))
+        after = text[nxt.end() :].split(maxsplit=1)
+        # "the hamster nibbles escaped": a verb right after shows the -s word is its name
+        named = bool(after) and (after[0].endswith("ed") or after[0] in _PAST)
         if (
             word not in _NOT_PET_NAMES
             and not word.endswith(("ed", "n't"))
-            and not (word.endswith("s") and gaz.is_ordinary(word) and word not in gaz.people)
+            and (
+                named
+                or not (word.endswith("s") and gaz.is_ordinary(word) and word not in gaz.people)
+            )
             and len(word) > 1
         ):  # "our dog keeps", "the cat hasn't"
             spans.append(Span(nxt.start(), nxt.start() + len(word), "PET"))
@@ -130,7 +165,7 @@ def widen(
     def unknown(i: int) -> bool:
         w = _base(words[i].group(0))
         return (0 <= i < len(words) and (not gaz.is_ordinary(w) or w in gaz.people)
-                and not common(w)
+                and not common(w) and w not in _PERSON_CUES
                 and w not in _NOT_PROPER and len(w) > 1)  # fmt: skip
 
     if lower:  # "maureen and I", "me and jean-claude" (the latter is a truecase cue)
@@ -144,6 +179,10 @@ def widen(
         start, end = span.start, span.end
         if span.label in ("PERSON", "PET") and (t := _TITLES.search(text[:start])):
             start = t.start()
+        if lower and span.label == "PLACE":  # "new [york]", "north [berwick]"
+            before = [m for m in words if m.end() <= start]
+            if before and before[-1].group(0) in _PLACE_PREFIX:
+                start = before[-1].start()
         if lower and span.label in ("PERSON", "PLACE"):
             idx = [i for i, m in enumerate(words) if start <= m.start() < end]
             if idx and idx[-1] + 1 < len(words) and unknown(idx[-1] + 1):
@@ -152,6 +191,38 @@ def widen(
                 start = min(start, words[idx[0] - 1].start())
         out.append(Span(start, end, span.label))
     return out
+
+
+_PLACE_PREFIX = _set("new north south east west st saint great upper lower port fort mount san "
+                     "santa los las la le isle")  # fmt: skip
+
+
+def place_phrases(text: str, gaz: Gazetteer) -> list[Span]:
+    """Places of two or three words in text without capitals ("new zealand", "stoke on
+    trent", "isle of wight"): a phrase the gazetteer lists, one of whose words is no ordinary
+    word or that follows a preposition of place."""
+    words = list(_WORD.finditer(text))
+    spans = []
+    for i in range(len(words)):
+        for n in (3, 2):
+            group = [m.group(0) for m in words[i : i + n]]
+            if len(group) < n or group[0] == "the":  # "the mountain" is a town somewhere
+                continue
+            if (" ".join(group) in gaz.place_names or "-".join(group) in gaz.place_names) and (
+                any(not gaz.is_ordinary(w) for w in group)
+                or _after_cue([m.group(0) for m in words[max(0, i - 2) : i]])
+                and (" ".join(group) in UK_AREAS or words[i - 1].group(0) != "the")
+            ):  # "up to the lake district", not "to the mountain top"
+                spans.append(Span(words[i].start(), words[i + n - 1].end(), "PLACE"))
+                break
+    return spans
+
+
+def _after_cue(before: list[str]) -> bool:
+    """The words before are a preposition of place, with or without "the"."""
+    if before and before[-1] == "the":
+        before = before[:-1]
+    return bool(before) and (before[-1] in _PLACE_CUES or before[-1] == "on")
 
 
 def typed_names(text: str, gaz: Gazetteer) -> list[Span]:

@@ -16,8 +16,8 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -25,8 +25,9 @@ from typing import Any
 
 from companion.errors import ConfigError
 from companion.files import open_private, private_dir
-from companion.research import spoken
-from companion.research.casing import pet_names, truecase, typed_names, widen
+from companion.research import intros, spoken
+from companion.research.casing import pet_names, place_phrases, truecase, typed_names, widen
+from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.ner import Pipeline, Span
 
@@ -71,16 +72,6 @@ _TITLED = re.compile(
     r"\b(?i:mr|mister|mrs|missus|ms|miss|mx|dr|doctor|nurse|uncle|aunt|auntie|grandma|grandpa|"
     r"grandad|granddad|granny|nan|sister|"
     r"brother|father|sir|dame|lady|lord)\.?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
-)
-# Words that end an introduced name ("my name is zelda and I ..."): a recogniser writes no
-# capitals, so a second word after "my name is" counts as a surname unless it is one of these.
-_GLUE = (
-    "and|but|so|or|i|i'm|is|was|by|the|to|from|in|at|of|too|as|if|now|then|though|"
-    "actually|really|just|not|my|we|you|he|she|it|that|this|here|there|please|thanks"
-)
-_INTRODUCED = re.compile(
-    r"\b(?i:my name is|my name was|my name's|i am called|i'm called|call me)\s+"
-    rf"((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{_GLUE})\b)(?i:[a-z][\w'-]+))?)"
 )
 # A capitalised word after a verb of naming or contact ("named Ann", "I rang Delphine") or
 # before one at a sentence start ("Cormac phoned"); case-sensitive, common words excepted.
@@ -154,6 +145,8 @@ class Redactor:
     names: tuple[str, ...] = ()
     ner: Pipeline | None = None
     gazetteer: Gazetteer | None = None  # used with `ner` (both are the deidentify extra)
+    # Names the participant gave ("my surname is haverford"), redacted from then on everywhere.
+    learned: set[str] = field(default_factory=set, compare=False)
 
     @property
     def method(self) -> str:
@@ -162,7 +155,7 @@ class Redactor:
     def spans(self, text: str, lower_rules: bool = True) -> list[Span]:
         found = [Span(m.start(), m.end(), label) for label, p in WRITTEN for m in p.finditer(text)]
         found += [Span(m.start(), m.end(), "PHONE") for m in PHONE.finditer(text) if _phone(m)]
-        found += _name_rules(text)
+        found += _name_rules(text, self.nameish)
         if not any(c.isupper() for c in text):
             if lower_rules:  # without the gazetteer; with it, `casing` reads the context
                 found += _lower_names(text)
@@ -171,13 +164,39 @@ class Redactor:
                       for m in p.finditer(upper)]  # fmt: skip
             found += [Span(m.start(), m.end(), "EMAIL") for m in LOST_DOTS.finditer(text)]
         found += [Span(m.start(1), m.end(1), "PERSON") for m in _BIRTHDAY.finditer(text)
-                  if m.group(1).lower() not in _ordinary()]  # fmt: skip
-        for label, pattern in spoken.GROUPED:
+                  if _birthday_name(text, m)]  # fmt: skip
+        for label, pattern in (*spoken.GROUPED, ("AGE", RELATIVE_AGE)):
             found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
-        for name in self.names:
+        for name in (*self.names, *sorted(self.learned)):
             rx = rf"\b{re.escape(name)}(?:'s)?\b"
             found += [Span(m.start(), m.end(), "PERSON") for m in re.finditer(rx, text, re.I)]
         return found
+
+    def learn(self, texts: list[str]) -> None:
+        """Remember the participant's own names in `texts`: the names they give ("my surname
+        is haverford") and the word after a name they are known by ("zelda haverford"), so
+        a surname said once is redacted in every later text too."""
+        own = "|".join(re.escape(n) for n in self.names if " " not in n)
+        after = re.compile(rf"\b(?i:{own})\s+([A-Za-z][\w'-]+)") if own else None
+        for text in texts:
+            lower = not any(c.isupper() for c in text)
+            words = [w for m in intros.OWN_NAME.finditer(text)
+                     for w in (m.group(1) or m.group(2)).split()]  # fmt: skip
+            if after:
+                words += [m.group(1) for m in after.finditer(text)
+                          if lower or m.group(1)[0].isupper()]  # fmt: skip
+            for word in words:
+                base = word.lower().removesuffix("'s")
+                if len(base) > 2 and not _glue(base) and self.nameish(base):
+                    self.learned.add(base)
+
+    def nameish(self, word: str) -> bool:
+        """A lower-case word that may be a name: no ordinary word (by the gazetteer when
+        there is one, else by our own sentences), or a known name that is no common word."""
+        if word in _ordinary():
+            return False
+        gaz = self.gazetteer
+        return gaz is None or not gaz.is_ordinary(word) or word in gaz.people
 
     def spans_many(self, texts: list[str], use_ner: bool = True) -> list[list[Span]]:
         """Every span to redact in each text (the NER pipeline runs over all in batches).
@@ -185,7 +204,9 @@ class Redactor:
         is read through a truecased copy (`casing`)."""
         gaz = self.gazetteer
         if not use_ner or self.ner is None or gaz is None:
+            self.learn(texts)
             return [self.spans(text) for text in texts]
+        self.learn(texts)
         found = [self.spans(text, lower_rules=False) for text in texts]
         views = []
         for text, spans in zip(texts, found, strict=True):
@@ -195,6 +216,7 @@ class Redactor:
                 continue
             view, names = truecase(text, gaz, _common)
             spans += names + _name_rules(view) + pet_names(text, gaz)
+            spans += context_names(text, gaz, _common) + place_phrases(text, gaz)
             views.append(view)
         for text, view, spans, entities in zip(
             texts, views, found, self.ner.spans(views), strict=True
@@ -218,7 +240,7 @@ def _ordinary() -> frozenset[str]:
     text = data.joinpath("stories.jsonl").read_text("utf-8")
     text += data.joinpath("default_protocol.toml").read_text("utf-8")
     # Only words written in lower case there: the names in our stories are not ordinary.
-    words = set(re.findall(r"\b[a-z][a-z']*", text)) | set(_GLUE.split("|"))
+    words = set(re.findall(r"\b[a-z][a-z']*", text)) | set(intros.GLUE.split("|"))
     return frozenset(words)
 
 
@@ -228,15 +250,51 @@ def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
     return all(w.islower() and gaz.is_ordinary(w.strip("'-")) for w in words)
 
 
+def _birthday_name(text: str, m: re.Match[str]) -> bool:
+    """ "pickles's birthday" names someone; "the dog's" or "my mum's" birthday does not."""
+    word = m.group(1).lower()
+    if word not in _ordinary():
+        return True
+    before = text[: m.start()].split()[-1:]
+    after_determiner = bool(before) and before[0].lower() in _DETERMINERS
+    return word not in RELATIONS | _DETERMINERS and not after_determiner
+
+
+_DETERMINERS = frozenset(
+    re.findall(
+        r"\w+",
+        "a an the my our his her their your this that its whose everyone everybody someone "
+        "somebody anyone anybody nobody today tomorrow yesterday",
+    )
+)
+
+
+def _glue(word: str) -> bool:
+    return re.fullmatch(rf"(?:{intros.GLUE})", word) is not None
+
+
 def _common(word: str) -> bool:
     return word in _ordinary()
 
 
-def _name_rules(text: str) -> list[Span]:
-    """Names by their context in text with capitals (case-sensitive rules)."""
+def _name_rules(text: str, nameish: Callable[[str], bool] | None = None) -> list[Span]:
+    """Names by their context in text with capitals (case-sensitive rules); in text without
+    any, a caller's name ("it's X here") that `nameish` accepts."""
     found = []
-    for pattern in (_TITLED, _INTRODUCED, _RELATED, _CONTACT, _SUBJECT):
+    for pattern in (_TITLED, intros.INTRODUCED, _RELATED, _CONTACT, _SUBJECT, intros.NAME_GIVEN):
         found += [Span(m.start(1), m.end(1), "PERSON") for m in pattern.finditer(text)]
+    for m in intros.OWN_NAME.finditer(text):
+        group = 1 if m.group(1) else 2
+        found.append(Span(m.start(group), m.end(group), "PERSON"))
+    found += [Span(m.start(), m.end(), "PERSON") for m in intros.SPELLED.finditer(text)]
+    found += [Span(m.start(2), m.end(2), "AGE") for m in spoken.NAMED_AGE.finditer(text)
+              if not re.fullmatch(_NOT_NAMES, m.group(1))]  # fmt: skip
+    lower = not any(c.isupper() for c in text)
+    for m in intros.CALLER.finditer(text):
+        group = 1 if m.group(1) else 2
+        word = m.group(group)
+        if word[0].isupper() or lower and nameish is not None and nameish(word.split()[0]):
+            found.append(Span(m.start(group), m.end(group), "PERSON"))
     return found + [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
 
 

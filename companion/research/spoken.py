@@ -11,6 +11,7 @@ _DIGIT = r"(?:zero|oh|o|nought|one|two|three|four|five|six|seven|eight|nine|doub
 _TEEN = r"(?:ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
 _TENS = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
 _UNIT = r"(?:one|two|three|four|five|six|seven|eight|nine)"
+_UNIT_2 = r"(?:two|three|four|five|six|seven|eight|nine)"  # "I'm one" is rarely an age
 _NUMBER = rf"(?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT}|hundred)"
 _ORDINAL = (
     r"(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
@@ -31,25 +32,53 @@ _YEAR = (
 # Six or more digit words in a row (phone numbers, ids), with "double"/"triple" counted once.
 # Letters read out around them belong to the number ("q q one two three four five six c",
 # a national insurance number); "a" and "i" are words, not letters, before it.
+# Groups read as numbers count too ("oh seven seven hundred nine hundred"), and a leading
+# "plus" ("plus four four seven ...").
+_GROUP = rf"(?:{_DIGIT}|{_TEEN}|{_TENS}|hundred|thousand)"
 SPOKEN_DIGITS = re.compile(
-    rf"\b(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{5,}}\b(?:\s+(?![ai]\b)[a-z]\b)?",
+    rf"(?<![\w'])(?:plus\s+)?(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_GROUP}){{5,}}\b"
+    r"(?:\s+(?![ai]\b)[a-z]\b)?",
     re.IGNORECASE,
 )
+# A reference read out with its letters: "a b one two three four five".
+SPOKEN_ID = re.compile(
+    rf"(?<![\w'])(?:[a-z]\s+){{2,3}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{3,}}\b", re.IGNORECASE
+)
 _WORD = r"[a-z0-9][a-z0-9_-]*"
+# A local part said as several words ("z haverford forty at ..."): up to four words back
+# from "at", not the words that introduce it ("my email is", "it's").
+_INTRO = r"(?:is|it's|its|me|email|e-mail|mail|address|at|on|to|was|my|his|her|the|and|or|it)"
+_LOCAL = rf"(?!{_INTRO}\b){_WORD}"
+_JOIN = r"(?:dot|underscore|dash|hyphen|plus)"
+_PROVIDERS = (
+    r"gmail|googlemail|hotmail|yahoo|outlook|btinternet|aol|icloud|talktalk|protonmail|"
+    r"ntlworld|blueyonder|tiscali"
+)
 SPOKEN_EMAIL = re.compile(
-    rf"\b{_WORD}(?:\s+(?:dot|underscore|dash|hyphen)\s+{_WORD})*\s+at\s+{_WORD}"
-    rf"(?:\s+dot\s+{_WORD})+\b",
+    rf"(?<![\w']){_LOCAL}(?:\s+{_JOIN}\s+{_WORD}|\s+{_LOCAL}){{0,4}}\s+(?:at|@)\s+"
+    rf"(?:{_WORD}(?:\s+(?:dash|hyphen)\s+{_WORD})*(?:\s+dot\s+(?!dot\b){_WORD})+"
+    rf"|(?:{_PROVIDERS})\b(?:\s+(?:com|co uk|net|org)\b)?)",
     re.IGNORECASE,
 )
 SPOKEN_DATES = [
     re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
     re.compile(rf"\b{_MONTH}\s+(?:the\s+)?{_ORDINAL}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
     re.compile(rf"\b(?:in|of|since)\s+{_MONTH}\s+{_YEAR}\b", re.IGNORECASE),
-    re.compile(rf"\b(?:in|since|born|from)\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(
+        rf"\b(?:in|since|born|from|until|till|to|by|around|about|before|after|during|of)\s+"
+        rf"{_YEAR}\b",
+        re.IGNORECASE,
+    ),
+    # "nineteen fifty seven" needs no preposition: said that way it is always a year
+    re.compile(
+        rf"\bnineteen[\s-](?:{_TENS}(?:[\s-]{_UNIT})?|hundred|oh[\s-]{_UNIT})\b", re.IGNORECASE
+    ),  # fmt: skip
 ]
 AGE = re.compile(
-    rf"\b(?:(?:\d{{1,3}}|{_NUMBER})(?:[\s-]+(?:years?|yrs?)[\s-]+old|[\s-]year[\s-]old)"
-    rf"|aged\s+(?:\d{{1,3}}|{_NUMBER})|turned\s+(?:\d{{1,3}}|{_NUMBER})"
+    rf"\b(?:(?:\d{{1,3}}|{_NUMBER})(?:[\s-]+(?:years?|yrs?)[\s-]+(?:old|young|of age)"
+    r"|[\s-]year[\s-]old)"
+    rf"|(?:aged|age|at the age of)\s+(?:\d{{1,3}}|{_NUMBER}(?:[\s-]{_UNIT})?)"
+    rf"|turned\s+(?:\d{{1,3}}|{_NUMBER})"
     rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENS}ieth)\s+birthday)\b",
     re.IGNORECASE,
 )
@@ -57,13 +86,31 @@ AGE = re.compile(
 # not before a unit ("I was ten minutes late").
 _UNITS = (
     r"minutes?|hours?|days?|weeks?|months?|years?|times?|pounds?|quid|miles?|pence|percent|"
-    r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?"
+    r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?|o'clock|"
+    r"am|pm|in the|at|on|out of|thirty|fifteen|forty five|quid|grand|pence|p"
 )
+# "back in sixty eight", "the summer of seventy six": a year said by its last two digits.
+SHORT_YEAR = re.compile(
+    rf"\b(?:in|since|from|until|till|of)\s+{_TENS}[\s-]{_UNIT}\b(?!\s+(?:{_UNITS})\b)",
+    re.IGNORECASE,
+)
+AGE_NUMBER = (
+    r"(?:(?:nearly|almost|only|just|barely|about|over|coming up to|going on|getting on for|"
+    r"pushing|well over|rising)\s+)?"
+    rf"(?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT_2}|[1-9]\d?|a hundred(?:\s+and\s+{_UNIT})?)"
+)
+NOT_AN_AGE = rf"(?!\s+(?:{_UNITS})\b)"  # "I was ten minutes late"
 SAID_AGE = re.compile(
     rf"\b(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
-    rf"were|are|'re)\s+((?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|[1-9]\d))\b"
+    rf"were|are|'re)\s+({AGE_NUMBER})\b"
     rf"(?!\s+(?:{_UNITS})\b)",
     re.IGNORECASE,
+)
+# "Little Bartek is six now": the same after a capitalised name (group 1; `deidentify` drops
+# words that are no names, "It is six").
+NAMED_AGE = re.compile(
+    r"\b([A-Z][a-z][\w'-]*)\s+(?:is|was|turned|turns|'s|will be|'ll be)\s+"
+    rf"((?i:{AGE_NUMBER}))\b(?!\s+(?i:{_UNITS})\b)"
 )
 
 # "twenty two hawthorn drive", "on cherry tree avenue": a street said, with or without its
@@ -79,12 +126,22 @@ _FUNCTION = (
 )
 _NAME_WORD = rf"(?!{_FUNCTION}\b)[a-z][\w'-]*"
 SPOKEN_ADDRESS = re.compile(
-    rf"\b(?:{_NUMBER}(?:[\s-]{_UNIT})?|\d{{1,4}})\s+(?:{_NAME_WORD}\s+){{1,3}}{_STREET}\b",
+    rf"\b(?:(?:flat|apartment)\s+(?:{_NUMBER}|\d{{1,3}}|[a-z])\s+)?(?:number\s+)?"
+    rf"(?:{_NUMBER}(?:[\s-]{_UNIT})?|\d{{1,4}})(?:\s+[a-h](?=\s))?\s+"
+    rf"(?:{_NAME_WORD}\s+|the\s+){{1,3}}{_STREET}\b",
     re.IGNORECASE,
 )
 _LIVED_ON = re.compile(
     rf"\b(?:lived|live|living|moved|grew up)\s+(?:on|in|at|off|to)\s+"
     rf"((?:{_NAME_WORD}\s+){{1,3}}{_STREET})\b",
+    re.IGNORECASE,
+)
+# "the house on marigold lane": a named street after a preposition (not "down the lane", and
+# not the words that are more often no street: "way", "place", "hill", "view").
+_ON_STREET = re.compile(
+    rf"\b(?:on|in|at|off|along|down|up|near|from|round|to)\s+"
+    rf"((?:{_NAME_WORD}\s+){{1,2}}(?:street|road|avenue|lane|drive|close|crescent|grove|"
+    r"terrace|gardens|mews|parade|cottage|farm|lodge|manor|grange))\b",
     re.IGNORECASE,
 )
 # A postcode read out: "b twenty three five q w", "l s six two q t".
@@ -99,10 +156,13 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("ADDRESS", SPOKEN_POSTCODE),
     ("EMAIL", SPOKEN_EMAIL),
     ("PHONE", SPOKEN_DIGITS),
+    ("ID", SPOKEN_ID),
     *(("DATE", p) for p in SPOKEN_DATES),
     ("AGE", AGE),
+    ("DATE", SHORT_YEAR),
 ]
 GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("AGE", SAID_AGE),
     ("ADDRESS", _LIVED_ON),
+    ("ADDRESS", _ON_STREET),
 ]  # the group is the span

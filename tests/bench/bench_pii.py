@@ -8,7 +8,12 @@ the share of words redacted in the EmpatheticDialogues dev situations (which men
 personal details; any redaction there counts against us). `--voice` also measures the
 sentences as a recogniser writes them (lower case, no punctuation).
 
-    .venv/bin/python tests/bench/bench_pii.py [--sentences 120] [--situations FILE]
+    .venv/bin/python tests/bench/bench_pii.py [--sentences 120] [--situations FILE] [--voice]
+        [--set3 [--misses]] [--set4] [--month DAYS]
+
+Set 3 (tests/bench/pii_set3.txt) is the development set since issue 14: `--misses` prints
+what it misses. Set 4 (pii_set4.txt) was written by someone who had not seen the rules and
+first run once the rules were final: `--set4` prints its counts, never its misses.
 """
 
 from __future__ import annotations
@@ -36,12 +41,17 @@ from tests.helpers.planted import (  # noqa: E402
 )
 
 SITUATIONS = Path("/work/shared/data/empatheticdialogues/situations_dev.csv")
-SET3 = Path(__file__).with_name("pii_set3.txt")  # held out: its misses are never printed
+SET3 = Path(__file__).with_name("pii_set3.txt")  # the development set since issue 14
 
 
-def set3() -> tuple[list[Planted], list[Planted]]:
-    """Held-out set 3: (typed sentences, sentences as a recogniser wrote them)."""
-    lines = [ln for ln in SET3.read_text("utf-8").splitlines() if not ln.startswith("#")]
+SET4 = Path(__file__).with_name("pii_set4.txt")  # held out: counts only, run once
+# The participant's own contact details (the goal is 100 % for them and their own name).
+CONTACT = ("phone", "phone_spoken", "email", "email_spoken")
+
+
+def set3(path: Path = SET3) -> tuple[list[Planted], list[Planted]]:
+    """A planted set: (typed sentences, sentences as a recogniser wrote them)."""
+    lines = [ln for ln in path.read_text("utf-8").splitlines() if not ln.startswith("#")]
     sentences = held_out("\n".join(lines))
     typed = [s for s in sentences if s.text != s.text.lower()]
     return typed, [s for s in sentences if s.text == s.text.lower()]
@@ -133,7 +143,9 @@ if __name__ == "__main__":
     parser.add_argument("--situations", type=Path, default=SITUATIONS)
     parser.add_argument("--voice", action="store_true")
     parser.add_argument("--show", type=int, default=15, help="Missed items to print.")
-    parser.add_argument("--set3", action="store_true", help="Held-out set 3 (counts only).")
+    parser.add_argument("--set3", action="store_true", help="Set 3 (now the development set).")
+    parser.add_argument("--misses", action="store_true", help="Also print set 3's misses.")
+    parser.add_argument("--set4", action="store_true", help="Held-out set 4 (counts only).")
     parser.add_argument("--month", type=int, default=30, help="Days of transcripts (0: none).")
     args = parser.parse_args()
     print(f"{cpu_line()}; Python {platform.python_version()}")
@@ -152,8 +164,24 @@ if __name__ == "__main__":
     for name, part in (("typed", typed3), ("as recognised", spoken3), ("all", typed3 + spoken3)):
         if not part:
             break
-        report(f"held-out set 3, {name} (never tuned on; misses not shown)",
-               *recall(redactor, False, part), show=False)  # fmt: skip
+        report(f"set 3, {name} (the development set since issue 14)",
+               *recall(redactor, False, part), show=args.misses)  # fmt: skip
+    if args.set4:  # the held-out result: counts only, never its misses
+        typed4, spoken4 = set3(SET4)
+        for name, part in (
+            ("typed", typed4),
+            ("as recognised", spoken4),
+            ("all", typed4 + spoken4),
+        ):
+            per_type, _ = recall(redactor, False, part)
+            report(f"held-out set 4, {name} (never seen before the rules were final)", per_type,
+                   [], show=False)  # fmt: skip
+            own = [v for k, v in per_type.items() if k.startswith("own")]
+            contact = [v for k, v in per_type.items() if k in CONTACT]
+            for label, parts in (("own name", own), ("contact details", contact)):
+                if parts:
+                    hit, total = sum(h for h, _ in parts), sum(n for _, n in parts)
+                    print(f"  {label:13s} {hit:4d}/{total:<4d} {100 * hit / total:6.1f} %")
     if args.month:
         month(args.month)
     for lower in (False, True) if args.voice else (False,):

@@ -1,0 +1,151 @@
+"""Names by their place in a sentence, for text a recogniser wrote (no capitals).
+
+`casing` capitalises the words the gazetteer knows as names; these rules find names whose
+word is also ordinary English ("precious", "piers", "toffee") or unknown to every list, by
+what a story says around them: a word between a relation and what that person does ("my
+husband piers lives"), a word after "is called" ("the dog is called toffee"), a known or
+unknown first name opening a sentence before "from the" ("benedict from the choir"). Each
+rule needs both sides, so one ordinary word alone never makes a name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from companion.research.gazetteer import Gazetteer
+from companion.research.ner import Span
+from companion.research.spoken import AGE_NUMBER, NOT_AN_AGE
+
+
+def _set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_WORD = re.compile(r"[a-z][a-z'-]*")
+# Never a name where these rules look: function words, auxiliaries, common adverbs.
+STOP = _set(
+    "the a an my our his her their your this that these those of and or but so to in on at "
+    "up down by for with from into onto about after before over under off out back away home "
+    "i i'm i've i'd i'll me we you he she they it him them us who whom which what when where "
+    "why how is was were are be been being am has have had do does did will would can could "
+    "shall should may might must not no never always just still also even only really very "
+    "too then now once often sometimes usually again already soon later here there yet ever "
+    "both all some any every each more most much many one two three four five six seven "
+    "eight nine ten little big old young late dear poor best new first last next same other "
+    "mr mrs ms miss mister missus dr called named after"
+)
+_POSSESSIVE = _set("my our his her their your")
+RELATIONS = _set(
+    "wife husband partner son daughter sister brother mum mom mother dad father grandson "
+    "granddaughter grandchild grandkid grandma grandad granddad grandpa granny nan nana niece "
+    "nephew cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
+    "godmother godfather stepson stepdaughter stepmother stepfather fiance fiancee auntie aunt "
+    "uncle boy girl lad lass eldest youngest kid baby twin law ex sweetheart boyfriend "
+    "girlfriend lodger landlord landlady cleaner gardener doctor nurse vicar teacher"
+)
+# What a person named as a sentence's subject does next ("my husband piers lives in ...").
+_DOES = _set(
+    "is was has had lives lived live works worked plays played said says came comes goes "
+    "went got gets loves loved died passed married rang rings phoned calls sent sends took "
+    "takes brought brings drives drove makes made runs ran will would can could used still "
+    "always never just keeps kept bakes visits visited helps helped sings sang knows knew "
+    "thinks thought wants wanted likes liked moved moves stays stayed bought gave gives told "
+    "tells asked asks started starts turned turns is's are were does did"
+)
+# What only a person does, for a word with no relation before it ("and olga rang").
+_SAYS = _set("said says told tells rang rings phoned came comes lives lived who is was has had")
+# ... and what may follow a name that is not a verb ("benedict from the choir", "olga who").
+_AFTER_NAME = _set("and who from at")
+_PETS = _set(
+    "dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise goldfish guinea "
+    "collie spaniel terrier labrador greyhound tom"
+)
+_TITLES = _set("mr mrs ms miss mister missus dr auntie aunt uncle")
+_PRONOUNS = _set("i we you he she they it who")
+
+
+def _base(word: str) -> str:
+    return word[:-2] if word.endswith("'s") else word
+
+
+def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> list[Span]:
+    """Names in lower-case `text` by the words on both sides of them."""
+    words = [m for m in _WORD.finditer(text)]
+    raw = [m.group(0) for m in words]
+    spans = []
+    for i, m in enumerate(words):
+        word = _base(raw[i])
+        if word in STOP | RELATIONS | _PETS or len(word) < 2 or word.endswith("ly"):
+            continue
+        prev = raw[i - 1] if i else ""
+        prev2 = raw[i - 2] if i > 1 else ""
+        nxt = raw[i + 1] if i + 1 < len(raw) else ""
+        end = m.start() + len(word)
+        label = ""
+        if prev in ("him", "her", "it", "them") and prev2 in ("named", "called"):
+            label = "PERSON"  # "we named her bella"
+        elif prev == "named" or (prev == "called" and (
+                prev2 in ("is", "was", "were", "are", "be", "been") or prev2.endswith("'s")
+                or prev2 not in STOP and prev2 not in _PRONOUNS)):  # fmt: skip
+            # "the dog is called toffee", "a town called tavira": naming, not phoning
+            label = "PET" if any(w in _PETS for w in raw[max(0, i - 5) : i]) else gaz.label(word)
+            if word in _TITLES and nxt:  # "called mr whiskers"
+                end = words[i + 1].start() + len(_base(nxt))
+        elif (
+            prev in RELATIONS
+            and any(w in _POSSESSIVE for w in raw[max(0, i - 4) : i - 1])
+            and nxt in _DOES
+            and word not in _DOES
+            and not (gaz.is_ordinary(word) and word.endswith(("ed", "ing")))
+        ):
+            label = "PERSON"  # "my daughter in law precious is from", "our boy tyrone plays"
+        elif (
+            (not prev or prev in ("and", "with", "remember", "of", "about", "see", "saw"))
+            and nxt in _AFTER_NAME | _SAYS
+            and (
+                word in gaz.people or not gaz.is_ordinary(word) or not prev and nxt == "from"
+            )  # opening a story: "quintus from the club"
+            and not common(word)
+            and len(word) > 2
+        ):
+            label = "PERSON"  # "benedict from the choir sings", "and olga who lives"
+        elif raw[i].endswith("'s") and nxt in RELATIONS and not common(word) and (
+                word in gaz.people or not gaz.is_ordinary(word)):  # fmt: skip
+            label = "PERSON"  # "rosalie's husband"
+        elif (
+            nxt in _POSSESSIVE
+            and i + 2 < len(raw)
+            and raw[i + 2] in RELATIONS
+            and prev not in _POSSESSIVE
+            and (word in gaz.people or not gaz.is_ordinary(word))
+            and not common(word)
+        ):
+            label = "PERSON"  # "i rang sheila my neighbour"
+        elif _possessive_name(raw[i], prev, gaz, common):
+            label = "PERSON"  # "patel's shop", "the morgans' house"
+            end = m.end()
+        if label:
+            spans.append(Span(m.start(), end, label))
+    return spans
+
+
+def _possessive_name(token: str, prev: str, gaz: Gazetteer, common: Callable[[str], bool]) -> bool:
+    """A known name in the possessive: "patel's" (no determiner before: "the baker's" is a
+    shop) or a family's "the morgans'"."""
+    if token.endswith("s'"):
+        word = token[:-2]
+        return len(word) > 2 and word in gaz.people and not common(word) and word not in STOP
+    if not token.endswith("'s") or prev in STOP or prev in RELATIONS:
+        return False
+    word = token[:-2]
+    return (len(word) > 2 and word in gaz.people and not common(word)
+            and word not in RELATIONS and word not in STOP)  # fmt: skip
+
+
+# "my husband was seventy", "my granddaughter poppy is twelve": a relative's age.
+RELATIVE_AGE = re.compile(
+    r"\b(?i:my|our|his|her|their)\s+(?i:late\s+|little\s+|eldest\s+|youngest\s+|baby\s+)?"
+    rf"(?i:{'|'.join(sorted(RELATIONS - {'law', 'ex'}))})(?:\s+[A-Za-z][\w'-]*)?\s+"
+    rf"(?i:was|is|'s|turned|turns|will be|'ll be|just turned)\s+((?i:{AGE_NUMBER}))\b{NOT_AN_AGE}"
+)
