@@ -21,7 +21,7 @@ POLICIES: tuple[Policy, ...] = ("always", "when_unsure", "never")
 # Calibrated answer confidence below which an answer is read back: with REJECT_BELOW, the
 # pair storing no wrong value in the fewest turns on the tuning voices, cold
 # (bench_answers.py --rescore --calibrate).
-THRESHOLD = 0.9
+THRESHOLD = 0.95
 # Heard phrases the corpus shows standing in for another answer even above THRESHOLD: none
 # on the tuning voices (the sweep prints them as "wrong though sure").
 CONFUSABLE: frozenset[str] = frozenset()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from companion.engine.dialogue import Expectation  # noqa: E402
-from companion.engine.session import parse_item, vocabulary_for  # noqa: E402
+from companion.engine.session import SPOKEN_YES_NO, parse_item, vocabulary_for  # noqa: E402
 from companion.voice.audio import WavSource  # noqa: E402
 from companion.voice.channels import VoiceChannel, VoiceSettings  # noqa: E402
 from tests.bench.answer_corpus import Clip, build, groups, half, load_pcm  # noqa: E402
@@ -128,7 +128,9 @@ def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
         channel.source = WavSource.from_pcm(load_pcm(clip), settings.frame_ms)
         channel._started = False
         timed.features = None
-        heard = channel.listen(Expectation("answer", vocabulary_for(item)))
+        # The read-back is heard with the session's yes/no words, as in Session.confirmed.
+        words = SPOKEN_YES_NO if clip.group == "confirm" else vocabulary_for(item)
+        heard = channel.listen(Expectation("answer", words))
         a = parse_item(item, heard.text)
         got = f"value:{a.value}" if a.kind == "value" else a.kind
         tr = channel.last_transcript
@@ -182,16 +184,33 @@ def auc(pos: list[float], neg: list[float]) -> float | None:
     return wins / (len(pos) * len(neg))
 
 
-def simulate(rows: list[dict], policy, max_reprompts: int = 2) -> dict:
+def simulate(rows: list[dict], policy, max_reprompts: int = 2,
+             replies_heard: bool = False) -> dict:  # fmt: skip
     """Each clip opens an item; a retry is the next clip of the same phrase and room.
 
-    The participant answers a read-back truthfully (its recognition is measured on the
-    'confirm' group; here the yes/no is taken as heard). Returns wrong values stored and
-    participant turns per item that meant a value.
+    A read-back is answered truthfully: "yes"-like when the value was heard right, "no"-like
+    when not, each reply one of the corpus's read-back clips of the same room (in turn), as
+    the recogniser heard it. Only a reply heard as yes stores the value (Session.confirmed):
+    a "no" heard as yes stores a wrong value, an unheard reply asks the item again. Returns
+    wrong values stored and participant turns (read-back replies included) per item that
+    meant a value.
     """
     by_key: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    replies: dict[tuple[str, int], list[dict]] = defaultdict(list)
     for r in rows:
         by_key[(r["group"], r["phrase"], r["room"])].append(r)
+        if r["group"] == "confirm" and r["expected"].startswith("value:"):
+            replies[(r["room"], int(r["expected"].split(":")[1]))].append(r)
+    used: Counter = Counter()
+
+    def read_back_heard_yes(room: str, truth: bool) -> bool:
+        pool = replies.get((room, int(truth)))
+        if not pool or replies_heard:  # the reply taken as heard (the earlier simulation)
+            return truth
+        r = pool[used[(room, truth)] % len(pool)]
+        used[(room, truth)] += 1
+        return r["got"] == "value:1"
+
     wrong = turns = items = stored = 0
     for key, variants in by_key.items():
         if key[0] == "confirm":
@@ -208,8 +227,9 @@ def simulate(rows: list[dict], policy, max_reprompts: int = 2) -> dict:
                     value = int(got.split(":")[1])
                     if policy(r["group"], value, r["conf"], r["text"]):
                         n_turns += 1
-                        if got == r["expected"]:
+                        if read_back_heard_yes(r["room"], got == r["expected"]):
                             stored += 1
+                            wrong += got != r["expected"]
                             break
                         unclear += 1
                     else:
@@ -277,13 +297,17 @@ def stats(rows: list[dict], tts_s: list[float]) -> dict:
         if len(lat) > 9
         else max(lat, default=0.0),
         "policies": {name: simulate(rows, pol) for name, pol in bench_policy().items()},
+        "replies_heard": {name: simulate(rows, pol, replies_heard=True)
+                          for name, pol in bench_policy().items()},  # fmt: skip
     }
 
 
 def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
-            reject: float) -> list[dict]:  # fmt: skip
+            reject: float, reject_clean: float | None = None) -> list[dict]:  # fmt: skip
     """The channel's judgement again from the saved features (with the turn's SNR)."""
     from companion.voice import confidence
+
+    clean = reject if reject_clean is None else reject_clean
 
     gate = VoiceSettings().min_answer_snr_db
     out = []
@@ -292,7 +316,8 @@ def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
         if r["features"] and r["raw"]:
             f = confidence.Features(*r["features"])
             r["conf"] = confidence.probability(f, weights, intercept)
-            heard = r["conf"] >= reject and r["snr"] >= gate
+            bar = confidence.reject_below(r["snr"], reject, clean)
+            heard = r["conf"] >= bar and r["snr"] >= gate
             r["got"] = r["got_raw"] if heard else "unclear"
             r["text"] = r["raw"] if heard else ""
             r["conf"] = r["conf"] if heard else None
@@ -329,25 +354,31 @@ def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> Non
     tune = [r for r in rows if half(r["voice"]) == "tuning"]
     best = None
     for rej in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
-        judged = rejudge(tune, intercept, weights, rej)
-        c = Counter(outcome(r) for r in judged if r["group"] != "confirm")
-        n = max(1, sum(c.values()))
-        line = [f"  reject<{rej:.2f}: wrong {c['wrong'] / n:.1%} unheard {c['not heard'] / n:.1%}"]
-        for t in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99):
-            if t < rej:
-                continue
-            pol = lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t)  # noqa: E731
-            sim = simulate(judged, pol)
-            line.append(f"<{t}: {sim['wrong_stored']}/{sim['turns_per_item']:.2f}")
-            key = (sim["wrong_stored"], sim["turns_per_item"])
-            if best is None or key < best[0]:
-                best = (key, rej, t)
-        print(" ".join(line))
+        for rej_clean in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6):
+            judged = rejudge(tune, intercept, weights, rej, rej_clean)
+            c = Counter(outcome(r) for r in judged if r["group"] != "confirm")
+            n = max(1, sum(c.values()))
+            clean = Counter(outcome(r) for r in judged
+                            if r["group"] != "confirm" and r["room"] == "clean")  # fmt: skip
+            line = [f"  reject<{rej:.2f} (clean <{rej_clean:.2f}): wrong {c['wrong'] / n:.1%} "
+                    f"unheard {c['not heard'] / n:.1%} clean unheard "
+                    f"{clean['not heard'] / max(1, sum(clean.values())):.1%}"]  # fmt: skip
+            for t in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99):
+                if t < max(rej, rej_clean):
+                    continue
+                pol = lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t)  # noqa: E731
+                sim = simulate(judged, pol)
+                line.append(f"<{t}: {sim['wrong_stored']}/{sim['turns_per_item']:.2f}")
+                key = (sim["wrong_stored"], sim["turns_per_item"])
+                if best is None or key < best[0]:
+                    best = (key, rej, rej_clean, t)
+            print(" ".join(line))
     assert best is not None
-    (_, turns), rej, t = best
-    print(f"  best on the tuning voices: REJECT_BELOW = {rej}, THRESHOLD = {t} ({turns:.2f} turns)")
+    (_, turns), rej, rej_clean, t = best
+    print(f"  best on the tuning voices: REJECT_BELOW = {rej}, REJECT_BELOW_CLEAN = {rej_clean}, "
+          f"THRESHOLD = {t} ({turns:.2f} turns)")  # fmt: skip
     heard: dict[str, Counter] = defaultdict(Counter)
-    for r in rejudge(tune, intercept, weights, rej):
+    for r in rejudge(tune, intercept, weights, rej, rej_clean):
         if r["got"] != "unclear" and r["conf"] >= t and r["group"] != "confirm":
             heard[r["text"]][outcome(r)] += 1
     often = {t: c for t, c in heard.items() if c["wrong"] >= 1}
@@ -392,9 +423,11 @@ def show(res: dict, seconds: float) -> None:
                 f"p90 {r['latency_p90']:.2f} s"
             )
         for name, s in r["policies"].items():
+            ideal = r["replies_heard"][name]
             print(
                 f"  policy {name:12} wrong stored {s['wrong_stored']:3d}  turns/item "
-                f"{s['turns_per_item']:.2f}  ({s['items']} items)"
+                f"{s['turns_per_item']:.2f}  ({s['items']} items; if every read-back reply "
+                f"were heard: {ideal['wrong_stored']} / {ideal['turns_per_item']:.2f})"
             )
 
 
@@ -420,7 +453,8 @@ def rescore(args, base: Path) -> None:
     if args.calibrate:
         calibrate_and_sweep(saved)
     for state, rows in saved.items():
-        rows = rejudge(rows, confidence.INTERCEPT, confidence.WEIGHTS, confidence.REJECT_BELOW)
+        rows = rejudge(rows, confidence.INTERCEPT, confidence.WEIGHTS, confidence.REJECT_BELOW,
+                       confidence.REJECT_BELOW_CLEAN)  # fmt: skip
         show(report(args.backend, state, rows, tts), 0.0)
 
 
