@@ -99,3 +99,13 @@ def test_benchmark_counts_read_back_replies_as_heard() -> None:
     assert simulate(wrong + no_as_yes, always)["wrong_stored"] == 1
     # no read-back: one turn
     assert simulate(item, lambda *a: False)["turns_per_item"] == 1.0
+
+
+def test_confusable_phrases_are_read_back_however_sure() -> None:
+    from companion.engine.confirm import CONFUSABLE, THRESHOLD, needs_confirmation
+
+    assert CONFUSABLE  # chosen on the corpus's tuning voices
+    for phrase in CONFUSABLE:
+        assert needs_confirmation("when_unsure", phrase.upper(), 0.999)
+        assert not needs_confirmation("never", phrase, 0.999)
+    assert not needs_confirmation("when_unsure", "five", max(THRESHOLD, 0.999))

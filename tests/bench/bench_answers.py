@@ -369,23 +369,34 @@ def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> Non
                 pol = lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t)  # noqa: E731
                 sim = simulate(judged, pol)
                 line.append(f"<{t}: {sim['wrong_stored']}/{sim['turns_per_item']:.2f}")
-                key = (sim["wrong_stored"], sim["turns_per_item"])
+                # no wrong value stored, then clean answers heard (goal: <= 1 % not), then turns
+                clean_unheard = clean["not heard"] / max(1, sum(clean.values()))
+                key = (sim["wrong_stored"], clean_unheard > 0.01, sim["turns_per_item"])
                 if best is None or key < best[0]:
                     best = (key, rej, rej_clean, t)
             print(" ".join(line))
     assert best is not None
-    (_, turns), rej, rej_clean, t = best
+    (_, _, turns), rej, rej_clean, t = best
     print(f"  best on the tuning voices: REJECT_BELOW = {rej}, REJECT_BELOW_CLEAN = {rej_clean}, "
           f"THRESHOLD = {t} ({turns:.2f} turns)")  # fmt: skip
-    heard: dict[str, Counter] = defaultdict(Counter)
-    for r in rejudge(tune, intercept, weights, rej, rej_clean):
-        if r["got"] != "unclear" and r["conf"] >= t and r["group"] != "confirm":
-            heard[r["text"]][outcome(r)] += 1
-    often = {t: c for t, c in heard.items() if c["wrong"] >= 1}
-    print(
-        "  wrong though sure (tuning voices): "
-        + ", ".join(f"{t!r} {c['wrong']}/{sum(c.values())}" for t, c in sorted(often.items()))
-    )
+    judged = rejudge(tune, intercept, weights, rej, rej_clean)
+    for lower in (0.8, 0.85, 0.9, 0.95):
+        # A lower read-back threshold, with the phrases heard wrong above it read back always
+        # (confirm.CONFUSABLE): fewer turns if it still stores no wrong value.
+        heard: dict[str, Counter] = defaultdict(Counter)
+        for r in judged:
+            if r["got"] != "unclear" and r["conf"] >= lower and r["group"] != "confirm":
+                heard[r["text"]][outcome(r)] += 1
+        often = {x: c for x, c in heard.items() if c["wrong"] >= 1}
+
+        def pol(g, v, c, x, t=lower, often=often):
+            return c is None or x in often or c < t
+
+        sim = simulate(judged, pol)
+        print(f"  THRESHOLD {lower}: wrong though sure (tuning voices) "
+              + ", ".join(f"{x!r} {c['wrong']}/{sum(c.values())}" for x, c in sorted(often.items()))
+              + f"; with them as CONFUSABLE: wrong stored {sim['wrong_stored']}, "
+              f"turns/item {sim['turns_per_item']:.2f}")  # fmt: skip
 
 
 def tts_first_audio(n: int = 12) -> list[float]:
