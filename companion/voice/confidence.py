@@ -15,8 +15,9 @@ model over what the first pass already has (pure, no audio here):
   noise a forced answer is likelier wrong (on top of the channel's noise gate, which stays).
 The weights are fitted on the spoken-answer corpus (tests/bench/bench_answers.py
 --calibrate: the tuning voices; the benchmark reports ROC AUC on the held-out voices), so
-the value is the corpus's probability that the answer was heard right. Below `REJECT_BELOW`
-an answer is treated as not heard (asked again) rather than read back. vosk gives its own
+the value is the corpus's probability that the answer was heard right. Below
+`reject_below(snr)` (`REJECT_BELOW` in a noisy room, `REJECT_BELOW_CLEAN` in a quiet one) an
+answer is treated as not heard (asked again) rather than read back. vosk gives its own
 word posteriors (the mean over the answer's words is used).
 """
 

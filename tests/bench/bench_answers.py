@@ -11,7 +11,8 @@ speech-to-noise gate, grammar recognition with the item's vocabulary). States:
 Per state it prints heard right / wrong / not heard (by room), the confidence's ROC AUC
 (right vs wrong among heard answers; the calibration half and the held-out half), and a
 simulated session under the confirmation policy with a participant who answers read-backs
-truthfully (wrong values stored, turns per answered item), plus the latency from the end of
+truthfully, each reply one of the corpus's yes/no clips as the recogniser heard it (wrong
+values stored, turns per answered item), plus the latency from the end of
 the answer to the next prompt's first audio (end-of-turn silence + decoding + TTS of the
 next question's first sentence, measured).
 """
