@@ -82,7 +82,7 @@ def _row(group: str, phrase: str, expected: str, got: str, room: str = "clean",
 
 
 def test_benchmark_counts_read_back_replies_as_heard() -> None:
-    from tests.bench.bench_answers import simulate
+    from tests.bench.answer_tuning import simulate
 
     always = lambda *a: True  # noqa: E731
     item = [_row("g", "four", "value:4", "value:4")]

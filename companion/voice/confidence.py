@@ -40,7 +40,8 @@ class Features:
     snr_db: float = CLEAN_SNR_DB
 
 
-# Fitted by tests/bench/bench_answers.py --calibrate (intercept, then one per feature).
+# Fitted by tests/bench/bench_answers.py --rescore RUN --states cold --calibrate on the cold
+# run's tuning voices (intercept, then one per feature).
 INTERCEPT = 0.9427
 WEIGHTS = (-2.9194, 1.2854, 4.6604, 0.0634, 0.0370)
 # Answers less likely than this to be right are not heard at all (asked again): with the
