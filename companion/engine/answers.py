@@ -122,9 +122,13 @@ REPEAT_PHRASES = frozenset(
     }
 )  # fmt: skip
 YES_PHRASES = frozenset(
-    {"yes", "yeah", "yep", "yup", "sure", "of course", "i did", "i do", "correct", "absolutely"}
-)
-NO_PHRASES = frozenset({"no", "nope", "nah", "not really", "i didn't", "i didnt", "i don't"})
+    {"yes", "yeah", "yep", "yup", "sure", "of course", "i did", "i do", "correct", "absolutely",
+     "that's right", "that is right", "yes that's right", "right"}
+)  # fmt: skip
+NO_PHRASES = frozenset(
+    {"no", "nope", "nah", "not really", "i didn't", "i didnt", "i don't", "no it isn't",
+     "no it's not", "it isn't", "that's wrong", "no that's wrong", "wrong"}
+)  # fmt: skip
 
 # Words that make a number uncertain. None is a filler, so the unknown-word rule already refuses
 # them; they are listed so the rule is explicit and tested (tests/test_answers.py).

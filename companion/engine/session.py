@@ -99,7 +99,8 @@ def hint_for(item: Item) -> str:
 
 
 # Spoken yes/no forms a recogniser's dictionary knows (no apostrophe-less spellings).
-SPOKEN_YES_NO = ("yes", "yeah", "yep", "sure", "of course", "correct", "no", "nope", "not really")
+SPOKEN_YES_NO = ("yes", "yeah", "yep", "sure", "of course", "correct", "that's right", "no",
+                 "nope", "not really", "no it isn't")  # fmt: skip
 
 
 def vocabulary_for(item: Item) -> tuple[str, ...]:

@@ -246,7 +246,7 @@ class VoiceChannel:
         Below `min_answer_snr_db` a grammar decoder picks answers out of noise, sometimes
         with a high confidence (white noise is not in the calibration corpus): not heard.
         Above it, a pocketsphinx answer whose confidence (with the room's speech-to-noise)
-        is below `REJECT_BELOW` is not heard either.
+        is below `reject_below(snr)` is not heard either.
         """
         text, conf = transcript.text, transcript.confidence
         if mode != "grammar" or not text:
@@ -256,7 +256,7 @@ class VoiceChannel:
             return "", None
         if transcript.features is not None:
             conf = confidence.probability(confidence.with_snr(transcript.features, snr))
-            if conf < confidence.REJECT_BELOW:
+            if conf < confidence.reject_below(snr):
                 log.info("not heard: %r at confidence %.2f (%.1f dB)", text, conf, snr)
                 return "", None
         return text, conf

@@ -15,8 +15,9 @@ model over what the first pass already has (pure, no audio here):
   noise a forced answer is likelier wrong (on top of the channel's noise gate, which stays).
 The weights are fitted on the spoken-answer corpus (tests/bench/bench_answers.py
 --calibrate: the tuning voices; the benchmark reports ROC AUC on the held-out voices), so
-the value is the corpus's probability that the answer was heard right. Below `REJECT_BELOW`
-an answer is treated as not heard (asked again) rather than read back. vosk gives its own
+the value is the corpus's probability that the answer was heard right. Below
+`reject_below(snr)` (`REJECT_BELOW` in a noisy room, `REJECT_BELOW_CLEAN` in a quiet one) an
+answer is treated as not heard (asked again) rather than read back. vosk gives its own
 word posteriors (the mean over the answer's words is used).
 """
 
@@ -39,13 +40,27 @@ class Features:
     snr_db: float = CLEAN_SNR_DB
 
 
-# Fitted by tests/bench/bench_answers.py --calibrate (intercept, then one per feature).
-INTERCEPT = 4.2736
-WEIGHTS = (-3.4237, 1.1914, 2.4981, 0.0543, -0.0104)
+# Fitted by tests/bench/bench_answers.py --rescore RUN --states cold --calibrate on the cold
+# run's tuning voices (intercept, then one per feature).
+INTERCEPT = 0.9427
+WEIGHTS = (-2.9194, 1.2854, 4.6604, 0.0634, 0.0370)
 # Answers less likely than this to be right are not heard at all (asked again): with the
 # read-back threshold, the pair that stores no wrong value in the fewest turns on the
 # tuning voices, cold (bench_answers.py --rescore --calibrate).
-REJECT_BELOW = 0.5
+REJECT_BELOW = 0.7
+# In a clean room (speech-to-noise at least CLEAN_FROM_DB) a low score comes from an
+# unfamiliar voice, not from noise forced onto an answer, and rejecting it leaves clean
+# speech unheard: there the bar is REJECT_BELOW_CLEAN (bench_answers.py --calibrate sweeps
+# it on the tuning voices: any bar above 0 left clean answers unheard, and the read-back
+# catches the wrong ones).
+CLEAN_FROM_DB = 30.0
+REJECT_BELOW_CLEAN = 0.0
+
+
+def reject_below(snr_db: float, noisy: float = REJECT_BELOW,
+                 clean: float = REJECT_BELOW_CLEAN) -> float:  # fmt: skip
+    """The confidence below which an answer heard at `snr_db` counts as not heard."""
+    return clean if snr_db >= CLEAN_FROM_DB else noisy
 
 
 def features(silence_frames: int, total_frames: int, word_frames: list[int],

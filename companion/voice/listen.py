@@ -27,13 +27,18 @@ SAMPLE_RATE = 16000
 Mode = Literal["grammar", "free"]
 UNKNOWN = "[unk]"
 
-# Competing words for the pocketsphinx grammar: out-of-vocabulary numbers and a few
-# common words, so speech outside the answer set lands here instead of on an answer.
-# Catch-alls like "hello", "really", "probably" took clean "one", "four", "five", and a
-# longer list of hedges and fillers 27 % of clean clips (tuning voices): the confidence
-# catches non-answers instead.
-_GARBAGE_WORDS = """zero one two three four five six seven eight nine ten eleven twelve twenty
-hundred morning yesterday maybe nothing something""".split()  # noqa: SIM905
+# Competing words for the pocketsphinx grammar: out-of-vocabulary numbers, so speech outside
+# the answer set lands here instead of on an answer. Short words only: the long ones
+# ("morning", "eleven", "twelve", "yesterday", ...) took clean "one" and "four" said slowly
+# (tuning voices: 6.7 % of clean answers not heard with them, 0 % without), and "nine" took
+# "five" once the recogniser had adapted (warm: 5.6 -> 1.1 %). Catch-alls like "hello",
+# "really", "probably" took clean "one", "four", "five" too.
+_GARBAGE_WORDS = "zero one two three four five six eight ten".split()  # noqa: SIM905
+# Hedges a participant says instead of an answer. As grammar alternatives they come out as
+# their own words, which the answer parser calls unclear (asked again); without them the
+# decoder forced "not sure" or "I don't know" onto "two" or "sure" (tuning voices). None
+# starts with "i": a phrase's "i" took the "-ive" of "five" while it was being said.
+HEDGE_PHRASES = ("not sure", "don't know", "let me think")
 # Prior weight of the garbage path against the answers (a JSGF weight); a weight of 1e-4
 # or 1e-8 changed little on the tuning voices: the acoustic match decides.
 GARBAGE_WEIGHT = 1.0
@@ -208,9 +213,10 @@ class PocketsphinxRecognizer:
     """One utterance on the factory's shared decoder (one live turn at a time)."""
 
     def __init__(self, decoder: Any, garbage: frozenset[str], frame_s: float,
-                 grammar: bool) -> None:  # fmt: skip
+                 grammar: bool, phrases: frozenset[str] = frozenset()) -> None:  # fmt: skip
         self._dec = decoder
         self.grammar = grammar
+        self._phrases = phrases
         self.features: confidence.Features | None = None  # of the last answer, for calibration
         self._garbage = garbage
         self._frame_s = frame_s
@@ -233,8 +239,10 @@ class PocketsphinxRecognizer:
         hyp = self._dec.hyp()
         raw = hyp.hypstr if hyp is not None else ""
         text = self._answer(raw)
-        if raw and self.grammar:
-            self._partials.append(text)  # for the confidence's stability
+        # For the confidence's stability: whole phrases (or garbage) only; a phrase's first
+        # word on its way ("i" of "i don't know" while "five" is said) is no competitor.
+        if raw and self.grammar and (not text or text in self._phrases):
+            self._partials.append(text)
         if text != self._last:
             self._last = text
             return Partial(text)
@@ -339,9 +347,12 @@ class PocketsphinxFactory:
             self._dec.end_utt()
             self._current.open = False
         garbage: list[str] = []
+        phrases: list[str] = []
         if mode == "grammar":
             phrases = filter_vocabulary(vocabulary, self.knows, self.name)
             if phrases:
+                phrases += [h for h in HEDGE_PHRASES if h not in phrases
+                            and all(self.knows(w) for w in h.split())]  # fmt: skip
                 used = {w for p in phrases for w in p.split()}
                 garbage = [w for w in _GARBAGE_WORDS if w not in used and self.knows(w)]
                 self._n += 1
@@ -354,7 +365,7 @@ class PocketsphinxFactory:
         else:
             self._dec.activate_search("_default")
         self._current = PocketsphinxRecognizer(
-            self._dec, frozenset(garbage), self._frame_s, mode == "grammar"
+            self._dec, frozenset(garbage), self._frame_s, mode == "grammar", frozenset(phrases)
         )
         return self._current
 

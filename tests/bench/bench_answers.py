@@ -11,7 +11,8 @@ speech-to-noise gate, grammar recognition with the item's vocabulary). States:
 Per state it prints heard right / wrong / not heard (by room), the confidence's ROC AUC
 (right vs wrong among heard answers; the calibration half and the held-out half), and a
 simulated session under the confirmation policy with a participant who answers read-backs
-truthfully (wrong values stored, turns per answered item), plus the latency from the end of
+truthfully, each reply one of the corpus's yes/no clips as the recogniser heard it (wrong
+values stored, turns per answered item), plus the latency from the end of
 the answer to the next prompt's first audio (end-of-turn silence + decoding + TTS of the
 next question's first sentence, measured).
 """
@@ -30,10 +31,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from companion.engine.dialogue import Expectation  # noqa: E402
-from companion.engine.session import parse_item, vocabulary_for  # noqa: E402
+from companion.engine.session import SPOKEN_YES_NO, parse_item, vocabulary_for  # noqa: E402
 from companion.voice.audio import WavSource  # noqa: E402
 from companion.voice.channels import VoiceChannel, VoiceSettings  # noqa: E402
 from tests.bench.answer_corpus import Clip, build, groups, half, load_pcm  # noqa: E402
+from tests.bench.answer_tuning import (  # noqa: E402
+    auc,
+    calibrate,
+    outcome,
+    rejudge,
+    simulate,
+    sweep,
+)
 from tests.bench.machine import cpu_line  # noqa: E402
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -128,7 +137,9 @@ def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
         channel.source = WavSource.from_pcm(load_pcm(clip), settings.frame_ms)
         channel._started = False
         timed.features = None
-        heard = channel.listen(Expectation("answer", vocabulary_for(item)))
+        # The read-back is heard with the session's yes/no words, as in Session.confirmed.
+        words = SPOKEN_YES_NO if clip.group == "confirm" else vocabulary_for(item)
+        heard = channel.listen(Expectation("answer", words))
         a = parse_item(item, heard.text)
         got = f"value:{a.value}" if a.kind == "value" else a.kind
         tr = channel.last_transcript
@@ -165,69 +176,6 @@ def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
             }
         )
     return out
-
-
-def outcome(r: dict) -> str:
-    if r["got"] == r["expected"]:
-        return "right"
-    if r["got"] == "unclear":
-        return "not heard"
-    return "wrong"
-
-
-def auc(pos: list[float], neg: list[float]) -> float | None:
-    if not pos or not neg:
-        return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
-
-
-def simulate(rows: list[dict], policy, max_reprompts: int = 2) -> dict:
-    """Each clip opens an item; a retry is the next clip of the same phrase and room.
-
-    The participant answers a read-back truthfully (its recognition is measured on the
-    'confirm' group; here the yes/no is taken as heard). Returns wrong values stored and
-    participant turns per item that meant a value.
-    """
-    by_key: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
-    for r in rows:
-        by_key[(r["group"], r["phrase"], r["room"])].append(r)
-    wrong = turns = items = stored = 0
-    for key, variants in by_key.items():
-        if key[0] == "confirm":
-            continue
-        for start in range(len(variants)):
-            unclear = repeats = n_turns = 0
-            k = start
-            while True:
-                r = variants[k % len(variants)]
-                k += 1
-                n_turns += 1
-                got = r["got"]
-                if got.startswith("value:"):
-                    value = int(got.split(":")[1])
-                    if policy(r["group"], value, r["conf"], r["text"]):
-                        n_turns += 1
-                        if got == r["expected"]:
-                            stored += 1
-                            break
-                        unclear += 1
-                    else:
-                        stored += 1
-                        wrong += got != r["expected"]
-                        break
-                elif got == "skip" or got == r["expected"]:
-                    break  # skipped, or a repeat request that was heard as one
-                elif got == "repeat" and repeats < max_reprompts:
-                    repeats += 1
-                else:
-                    unclear += 1
-                if unclear > max_reprompts:
-                    break
-            if r["expected"].startswith("value:"):
-                items += 1
-                turns += n_turns
-    return {"wrong_stored": wrong, "turns_per_item": turns / max(items, 1), "items": items}
 
 
 def report(backend: str, state: str, rows: list[dict], tts_s: list[float]) -> dict:
@@ -277,84 +225,9 @@ def stats(rows: list[dict], tts_s: list[float]) -> dict:
         if len(lat) > 9
         else max(lat, default=0.0),
         "policies": {name: simulate(rows, pol) for name, pol in bench_policy().items()},
+        "replies_heard": {name: simulate(rows, pol, replies_heard=True)
+                          for name, pol in bench_policy().items()},  # fmt: skip
     }
-
-
-def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
-            reject: float) -> list[dict]:  # fmt: skip
-    """The channel's judgement again from the saved features (with the turn's SNR)."""
-    from companion.voice import confidence
-
-    gate = VoiceSettings().min_answer_snr_db
-    out = []
-    for r in rows:
-        r = dict(r)
-        if r["features"] and r["raw"]:
-            f = confidence.Features(*r["features"])
-            r["conf"] = confidence.probability(f, weights, intercept)
-            heard = r["conf"] >= reject and r["snr"] >= gate
-            r["got"] = r["got_raw"] if heard else "unclear"
-            r["text"] = r["raw"] if heard else ""
-            r["conf"] = r["conf"] if heard else None
-        out.append(r)
-    return out
-
-
-def calibrate(rows: list[dict]) -> tuple[float, list[float]]:
-    """Logistic regression (L2, gradient descent) of heard-right on the features, tuning voices."""
-    import numpy as np
-
-    gate = VoiceSettings().min_answer_snr_db  # answers in louder noise are never scored
-    fit = [r for r in rows if r["features"] and r["raw"] and half(r["voice"]) == "tuning"]
-    fit = [r for r in fit if r["snr"] >= gate]
-    X = np.array([r["features"] for r in fit], dtype=float)
-    y = np.array([r["got_raw"] == r["expected"] for r in fit], dtype=float)
-    mu, sd = X.mean(0), X.std(0) + 1e-9
-    Z = (X - mu) / sd
-    w, b = np.zeros(X.shape[1]), 0.0
-    for _ in range(5000):
-        g = 1 / (1 + np.exp(-(Z @ w + b))) - y
-        w -= 0.2 * (Z.T @ g / len(y) + 0.01 * w)
-        b -= 0.2 * g.mean()
-    weights = w / sd
-    return float(b - weights @ mu), [float(x) for x in weights]
-
-
-def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> None:
-    """On the tuning voices: heard-wrong, wrong stored and turns per item by reject and
-    read-back threshold; the pair with no wrong value stored and the fewest turns; the
-    heard phrases still wrong above that read-back threshold (CONFUSABLE candidates)."""
-    from companion.engine.confirm import needs_confirmation
-
-    tune = [r for r in rows if half(r["voice"]) == "tuning"]
-    best = None
-    for rej in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
-        judged = rejudge(tune, intercept, weights, rej)
-        c = Counter(outcome(r) for r in judged if r["group"] != "confirm")
-        n = max(1, sum(c.values()))
-        line = [f"  reject<{rej:.2f}: wrong {c['wrong'] / n:.1%} unheard {c['not heard'] / n:.1%}"]
-        for t in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99):
-            if t < rej:
-                continue
-            pol = lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t)  # noqa: E731
-            sim = simulate(judged, pol)
-            line.append(f"<{t}: {sim['wrong_stored']}/{sim['turns_per_item']:.2f}")
-            key = (sim["wrong_stored"], sim["turns_per_item"])
-            if best is None or key < best[0]:
-                best = (key, rej, t)
-        print(" ".join(line))
-    assert best is not None
-    (_, turns), rej, t = best
-    print(f"  best on the tuning voices: REJECT_BELOW = {rej}, THRESHOLD = {t} ({turns:.2f} turns)")
-    heard: dict[str, Counter] = defaultdict(Counter)
-    for r in rejudge(tune, intercept, weights, rej):
-        if r["got"] != "unclear" and r["conf"] >= t and r["group"] != "confirm":
-            heard[r["text"]][outcome(r)] += 1
-    often = {t: c for t, c in heard.items() if c["wrong"] >= 1}
-    print(
-        "  wrong though sure (tuning voices): "
-        + ", ".join(f"{t!r} {c['wrong']}/{sum(c.values())}" for t, c in sorted(often.items()))
-    )
 
 
 def tts_first_audio(n: int = 12) -> list[float]:
@@ -392,9 +265,11 @@ def show(res: dict, seconds: float) -> None:
                 f"p90 {r['latency_p90']:.2f} s"
             )
         for name, s in r["policies"].items():
+            ideal = r["replies_heard"][name]
             print(
                 f"  policy {name:12} wrong stored {s['wrong_stored']:3d}  turns/item "
-                f"{s['turns_per_item']:.2f}  ({s['items']} items)"
+                f"{s['turns_per_item']:.2f}  ({s['items']} items; if every read-back reply "
+                f"were heard: {ideal['wrong_stored']} / {ideal['turns_per_item']:.2f})"
             )
 
 
@@ -420,7 +295,8 @@ def rescore(args, base: Path) -> None:
     if args.calibrate:
         calibrate_and_sweep(saved)
     for state, rows in saved.items():
-        rows = rejudge(rows, confidence.INTERCEPT, confidence.WEIGHTS, confidence.REJECT_BELOW)
+        rows = rejudge(rows, confidence.INTERCEPT, confidence.WEIGHTS, confidence.REJECT_BELOW,
+                       confidence.REJECT_BELOW_CLEAN)  # fmt: skip
         show(report(args.backend, state, rows, tts), 0.0)
 
 

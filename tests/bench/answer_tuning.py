@@ -1,0 +1,194 @@
+"""The spoken-answer benchmark's judgement and policy simulation, apart from decoding.
+
+Pure over the per-clip rows bench_answers.py saves: outcomes, ROC AUC, the simulated session
+under a read-back policy, the channel's judgement again from saved features, and fitting the
+confidence and sweeping its bars on the tuning voices.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from companion.voice.channels import VoiceSettings  # noqa: E402
+from tests.bench.answer_corpus import half  # noqa: E402
+
+
+def outcome(r: dict) -> str:
+    if r["got"] == r["expected"]:
+        return "right"
+    if r["got"] == "unclear":
+        return "not heard"
+    return "wrong"
+
+
+def auc(pos: list[float], neg: list[float]) -> float | None:
+    if not pos or not neg:
+        return None
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def simulate(rows: list[dict], policy, max_reprompts: int = 2,
+             replies_heard: bool = False) -> dict:  # fmt: skip
+    """Each clip opens an item; a retry is the next clip of the same phrase and room.
+
+    A read-back is answered truthfully: "yes"-like when the value was heard right, "no"-like
+    when not, each reply one of the corpus's read-back clips of the same room (in turn), as
+    the recogniser heard it. Only a reply heard as yes stores the value (Session.confirmed):
+    a "no" heard as yes stores a wrong value, an unheard reply asks the item again. Returns
+    wrong values stored and participant turns (read-back replies included) per item that
+    meant a value.
+    """
+    by_key: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    replies: dict[tuple[str, int], list[dict]] = defaultdict(list)
+    for r in rows:
+        by_key[(r["group"], r["phrase"], r["room"])].append(r)
+        if r["group"] == "confirm" and r["expected"].startswith("value:"):
+            replies[(r["room"], int(r["expected"].split(":")[1]))].append(r)
+    used: Counter = Counter()
+
+    def read_back_heard_yes(room: str, truth: bool) -> bool:
+        pool = replies.get((room, int(truth)))
+        if not pool or replies_heard:  # the reply taken as heard (the earlier simulation)
+            return truth
+        r = pool[used[(room, truth)] % len(pool)]
+        used[(room, truth)] += 1
+        return r["got"] == "value:1"
+
+    wrong = turns = items = stored = 0
+    for key, variants in by_key.items():
+        if key[0] == "confirm":
+            continue
+        for start in range(len(variants)):
+            unclear = repeats = n_turns = 0
+            k = start
+            while True:
+                r = variants[k % len(variants)]
+                k += 1
+                n_turns += 1
+                got = r["got"]
+                if got.startswith("value:"):
+                    value = int(got.split(":")[1])
+                    if policy(r["group"], value, r["conf"], r["text"]):
+                        n_turns += 1
+                        if read_back_heard_yes(r["room"], got == r["expected"]):
+                            stored += 1
+                            wrong += got != r["expected"]
+                            break
+                        unclear += 1
+                    else:
+                        stored += 1
+                        wrong += got != r["expected"]
+                        break
+                elif got == "skip" or got == r["expected"]:
+                    break  # skipped, or a repeat request that was heard as one
+                elif got == "repeat" and repeats < max_reprompts:
+                    repeats += 1
+                else:
+                    unclear += 1
+                if unclear > max_reprompts:
+                    break
+            if r["expected"].startswith("value:"):
+                items += 1
+                turns += n_turns
+    return {"wrong_stored": wrong, "turns_per_item": turns / max(items, 1), "items": items}
+
+
+def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
+            reject: float, reject_clean: float | None = None) -> list[dict]:  # fmt: skip
+    """The channel's judgement again from the saved features (with the turn's SNR)."""
+    from companion.voice import confidence
+
+    clean = reject if reject_clean is None else reject_clean
+
+    gate = VoiceSettings().min_answer_snr_db
+    out = []
+    for r in rows:
+        r = dict(r)
+        if r["features"] and r["raw"]:
+            f = confidence.Features(*r["features"])
+            r["conf"] = confidence.probability(f, weights, intercept)
+            bar = confidence.reject_below(r["snr"], reject, clean)
+            heard = r["conf"] >= bar and r["snr"] >= gate
+            r["got"] = r["got_raw"] if heard else "unclear"
+            r["text"] = r["raw"] if heard else ""
+            r["conf"] = r["conf"] if heard else None
+        out.append(r)
+    return out
+
+
+def calibrate(rows: list[dict]) -> tuple[float, list[float]]:
+    """Logistic regression (L2, gradient descent) of heard-right on the features, tuning voices."""
+    import numpy as np
+
+    gate = VoiceSettings().min_answer_snr_db  # answers in louder noise are never scored
+    fit = [r for r in rows if r["features"] and r["raw"] and half(r["voice"]) == "tuning"]
+    fit = [r for r in fit if r["snr"] >= gate]
+    X = np.array([r["features"] for r in fit], dtype=float)
+    y = np.array([r["got_raw"] == r["expected"] for r in fit], dtype=float)
+    mu, sd = X.mean(0), X.std(0) + 1e-9
+    Z = (X - mu) / sd
+    w, b = np.zeros(X.shape[1]), 0.0
+    for _ in range(5000):
+        g = 1 / (1 + np.exp(-(Z @ w + b))) - y
+        w -= 0.2 * (Z.T @ g / len(y) + 0.01 * w)
+        b -= 0.2 * g.mean()
+    weights = w / sd
+    return float(b - weights @ mu), [float(x) for x in weights]
+
+
+def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> None:
+    """On the tuning voices: heard-wrong, wrong stored and turns per item by reject and
+    read-back threshold; the pair with no wrong value stored and the fewest turns; the
+    heard phrases still wrong above that read-back threshold (CONFUSABLE candidates)."""
+    from companion.engine.confirm import needs_confirmation
+
+    tune = [r for r in rows if half(r["voice"]) == "tuning"]
+    best = None
+    for rej in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
+        for rej_clean in (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6):
+            judged = rejudge(tune, intercept, weights, rej, rej_clean)
+            c = Counter(outcome(r) for r in judged if r["group"] != "confirm")
+            n = max(1, sum(c.values()))
+            clean = Counter(outcome(r) for r in judged
+                            if r["group"] != "confirm" and r["room"] == "clean")  # fmt: skip
+            line = [f"  reject<{rej:.2f} (clean <{rej_clean:.2f}): wrong {c['wrong'] / n:.1%} "
+                    f"unheard {c['not heard'] / n:.1%} clean unheard "
+                    f"{clean['not heard'] / max(1, sum(clean.values())):.1%}"]  # fmt: skip
+            for t in (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99):
+                if t < max(rej, rej_clean):
+                    continue
+                pol = lambda g, v, c, x, t=t: needs_confirmation("when_unsure", x, c, t)  # noqa: E731
+                sim = simulate(judged, pol)
+                line.append(f"<{t}: {sim['wrong_stored']}/{sim['turns_per_item']:.2f}")
+                # no wrong value stored, then clean answers heard (goal: <= 1 % not), then turns
+                clean_unheard = clean["not heard"] / max(1, sum(clean.values()))
+                key = (sim["wrong_stored"], clean_unheard > 0.01, sim["turns_per_item"])
+                if best is None or key < best[0]:
+                    best = (key, rej, rej_clean, t)
+            print(" ".join(line))
+    assert best is not None
+    (_, _, turns), rej, rej_clean, t = best
+    print(f"  best on the tuning voices: REJECT_BELOW = {rej}, REJECT_BELOW_CLEAN = {rej_clean}, "
+          f"THRESHOLD = {t} ({turns:.2f} turns)")  # fmt: skip
+    judged = rejudge(tune, intercept, weights, rej, rej_clean)
+    for lower in (0.8, 0.85, 0.9, 0.95):
+        # A lower read-back threshold, with the phrases heard wrong above it read back always
+        # (confirm.CONFUSABLE): fewer turns if it still stores no wrong value.
+        heard: dict[str, Counter] = defaultdict(Counter)
+        for r in judged:
+            if r["got"] != "unclear" and r["conf"] >= lower and r["group"] != "confirm":
+                heard[r["text"]][outcome(r)] += 1
+        often = {x: c for x, c in heard.items() if c["wrong"] >= 1}
+
+        def pol(g, v, c, x, t=lower, often=often):
+            return c is None or x in often or c < t
+
+        sim = simulate(judged, pol)
+        print(f"  THRESHOLD {lower}: wrong though sure (tuning voices) "
+              + ", ".join(f"{x!r} {c['wrong']}/{sum(c.values())}" for x, c in sorted(often.items()))
+              + f"; with them as CONFUSABLE: wrong stored {sim['wrong_stored']}, "
+              f"turns/item {sim['turns_per_item']:.2f}")  # fmt: skip

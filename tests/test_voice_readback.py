@@ -1,0 +1,111 @@
+"""Clean speech heard, hedges not taken for answers, the read-back's yes/no, and the
+benchmark counting read-back replies as heard by the recogniser (real espeak-ng audio
+through the real pocketsphinx decoder, cold)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from companion.engine import answers
+from companion.engine.dialogue import Expectation
+from companion.engine.session import SPOKEN_YES_NO
+from companion.voice import confidence
+from companion.voice.audio import WavSink, WavSource
+from companion.voice.channels import VoiceChannel, VoiceSettings
+from companion.voice.listen import PocketsphinxFactory
+from tests.helpers.speech import ANSWER_VOCAB, pad, speech_pcm
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+NUMBERS = Expectation("answer", ("one", "two", "three", "four", "five", "skip", "repeat"))
+
+
+@pytest.fixture(scope="module")
+def sphinx() -> PocketsphinxFactory:
+    return PocketsphinxFactory()
+
+
+def hear(factory: PocketsphinxFactory, text: str, voice: str, wpm: int, expect: Expectation):
+    factory.reset_adaptation()  # the first utterance of a fresh process
+    pcm = pad(speech_pcm(text, voice, wpm), 0.6, 1.5)
+    ch = VoiceChannel(VoiceSettings(), WavSource.from_pcm(pcm), WavSink(),  # type: ignore[arg-type]
+                      recognizers=factory, sleep=lambda s: None, clock=lambda: EPOCH)  # fmt: skip
+    return ch.listen(expect)
+
+
+@pytest.mark.parametrize(("word", "voice"), [("one", "en-gb"), ("four", "en-gb-scotland")])
+def test_slow_clean_numbers_are_heard(sphinx, word: str, voice: str) -> None:
+    # These were taken by the long garbage words ("morning", "twelve") and came out empty.
+    heard = hear(sphinx, word, voice, 130, NUMBERS)
+    assert heard.text == word
+
+
+@pytest.mark.parametrize(("hedge", "voice"), [("not sure", "en-us"), ("i don't know", "en-gb")])
+def test_hedges_are_not_taken_for_an_answer(sphinx, hedge: str, voice: str) -> None:
+    heard = hear(sphinx, hedge, voice, 195, Expectation("answer", ANSWER_VOCAB))
+    assert answers.parse_scale(heard.text, 1, 5, None).kind != "value"
+
+
+@pytest.mark.parametrize(("reply", "meant"), [("yes", 1), ("that's right", 1), ("no", 0),
+                                              ("no it isn't", 0), ("nope", 0)])  # fmt: skip
+def test_read_back_replies_are_heard(sphinx, reply: str, meant: int) -> None:
+    heard = hear(sphinx, reply, "en-us", 160, Expectation("answer", SPOKEN_YES_NO))
+    assert answers.parse_yes_no(heard.text) == answers.Answer("value", meant)
+
+
+def test_not_sure_to_a_read_back_is_no_yes(sphinx) -> None:
+    heard = hear(sphinx, "not sure", "en-us", 160, Expectation("answer", SPOKEN_YES_NO))
+    assert answers.parse_yes_no(heard.text) != answers.Answer("value", 1)
+
+
+def test_yes_no_variants_parse() -> None:
+    for text in ("yes", "yeah", "yep", "that's right", "correct"):
+        assert answers.parse_yes_no(text) == answers.Answer("value", 1), text
+    for text in ("no", "nope", "no it isn't", "not really"):
+        assert answers.parse_yes_no(text) == answers.Answer("value", 0), text
+    for text in ("not sure", "i'm not sure", "i don't know", "that's not right"):
+        assert answers.parse_yes_no(text).kind == "unclear", text
+
+
+def test_the_rejection_bar_depends_on_the_room() -> None:
+    assert confidence.reject_below(confidence.CLEAN_FROM_DB) == confidence.REJECT_BELOW_CLEAN
+    assert confidence.reject_below(confidence.CLEAN_FROM_DB - 0.1) == confidence.REJECT_BELOW
+    assert confidence.reject_below(35.0, 0.5, 0.2) == 0.2
+    assert confidence.reject_below(20.0, 0.5, 0.2) == 0.5
+
+
+def _row(group: str, phrase: str, expected: str, got: str, room: str = "clean",
+         conf: float | None = 0.5) -> dict:  # fmt: skip
+    return {"group": group, "phrase": phrase, "expected": expected, "got": got, "room": room,
+            "conf": conf, "text": phrase}  # fmt: skip
+
+
+def test_benchmark_counts_read_back_replies_as_heard() -> None:
+    from tests.bench.answer_tuning import simulate
+
+    always = lambda *a: True  # noqa: E731
+    item = [_row("g", "four", "value:4", "value:4")]
+    heard_yes = [_row("confirm", "yes", "value:1", "value:1")]
+    unheard_yes = [_row("confirm", "yes", "value:1", "unclear")]
+    no_as_yes = [_row("confirm", "no", "value:0", "value:1")]
+    # a right value, its "yes" heard: answer + reply
+    assert simulate(item + heard_yes, always) == {"wrong_stored": 0, "turns_per_item": 2.0,
+                                                  "items": 1}  # fmt: skip
+    # the "yes" never heard: asked again until the item gives up (3 answers, 3 replies)
+    assert simulate(item + unheard_yes, always)["turns_per_item"] == 6.0
+    # a wrong value whose "no" is heard as yes is stored wrong
+    wrong = [_row("g", "four", "value:4", "value:5")]
+    assert simulate(wrong + no_as_yes, always)["wrong_stored"] == 1
+    # no read-back: one turn
+    assert simulate(item, lambda *a: False)["turns_per_item"] == 1.0
+
+
+def test_confusable_phrases_are_read_back_however_sure() -> None:
+    from companion.engine.confirm import CONFUSABLE, THRESHOLD, needs_confirmation
+
+    assert CONFUSABLE  # chosen on the corpus's tuning voices
+    for phrase in CONFUSABLE:
+        assert needs_confirmation("when_unsure", phrase.upper(), 0.999)
+        assert not needs_confirmation("never", phrase, 0.999)
+    assert not needs_confirmation("when_unsure", "five", max(THRESHOLD, 0.999))
