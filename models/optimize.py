@@ -6,6 +6,14 @@
 - `unit_nodes`: the graph nodes of named units (`layers.I.qkv` ...), fused or not, for
   build.py's QUANT["fp32"] (the units kept in fp32).
 - `variants`: graph and quantization variants of the fp32 build that tests/bench compares.
+- `ulp_perturbed`: the x86-only stand-in for arm64 (issue 16): every fp32 activation op's output
+  multiplied by 1 + k*2^-23 per column (k in -1, 0, 0, 1, fixed seed), i.e. last-bit differences
+  like those between onnxruntime's x86 and ARM fp32 kernels (LayerNorm sums, softmax, erf, fp32
+  MatMul). Its cosine to the unperturbed model tracks the emulated arm64 parity (shipped model,
+  300 dev texts: min 0.99169 / mean 0.99971 vs arm64 0.99227 / 0.99970).
+- `static_scales`: DynamicQuantizeLinear replaced by QuantizeLinear with scales calibrated on
+  given token windows (a variant to compare; it does not fix the parity, see models/README.md).
+- `exposed`: every node output made a graph output, for `deploy/arm64/parity.py trace`.
 
     .venv/bin/python models/optimize.py OUT_DIR      # writes the variants, prints their ops
 """
@@ -86,6 +94,106 @@ def quantize(src: Path, dst: Path, *, reduce_range: bool, unsigned: bool = False
     weight = QuantType.QUInt8 if unsigned else QuantType.QInt8
     quantize_dynamic(src, dst, per_channel=True, reduce_range=reduce_range, weight_type=weight,
                      extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})  # fmt: skip
+    return dst
+
+
+FP32_ACTIVATION_OPS = {"EmbedLayerNormalization": HIDDEN, "QEmbedLayerNormalization": HIDDEN,
+                      "Attention": HIDDEN, "QAttention": HIDDEN, "SkipLayerNormalization": HIDDEN,
+                      "BiasGelu": 4 * HIDDEN}  # fmt: skip
+
+
+def ulp_perturbed(src: Path, dst: Path, seed: int = 0) -> Path:
+    """`src` with a last-bit perturbation after every fp32 activation op (see the docstring)."""
+    from onnx import helper, numpy_helper
+
+    import numpy as np
+
+    model = onnx.load(str(src))
+    rng = np.random.default_rng(seed)
+    weights = {i.name: i for i in model.graph.initializer}
+    nodes = []
+    for node in model.graph.node:
+        nodes.append(node)
+        width = FP32_ACTIVATION_OPS.get(node.op_type)
+        if node.op_type == "MatMul" and node.input[1] in weights:  # an fp32 unit
+            width = weights[node.input[1]].dims[-1]
+        if width is None:
+            continue
+        out = node.output[0]
+        new = out + "_ulp"
+        for other in model.graph.node:  # consumers read the perturbed tensor
+            other.input[:] = [new if i == out else i for i in other.input]
+        for graph_out in model.graph.output:
+            if graph_out.name == out:
+                raise ValueError(f"{out} is a graph output; perturb only inner tensors")
+        factor = (1 + rng.choice([-1, 0, 0, 1], width) * 2.0**-23).astype(np.float32)
+        model.graph.initializer.append(numpy_helper.from_array(factor, new + "_factor"))
+        nodes.append(helper.make_node("Mul", [out, new + "_factor"], [new], name=new))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    onnx.save(model, str(dst))
+    return dst
+
+
+def static_scales(dynamic: Path, fused: Path, windows: list, dst: Path) -> Path:
+    """`dynamic` (quantize_fused's output) with each DynamicQuantizeLinear replaced by a
+    QuantizeLinear whose u8 scale and zero point cover the range (with 0) of its input over
+    `windows` (token id arrays), measured on the fp32 `fused` graph."""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(dynamic))
+    dql = [n for n in model.graph.node if n.op_type == "DynamicQuantizeLinear"]
+    probe = onnx.load(str(fused))
+    for n in dql:
+        probe.graph.output.append(helper.make_tensor_value_info(n.input[0], onnx.TensorProto.FLOAT,
+                                                                None))  # fmt: skip
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = ort.InferenceSession(probe.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    names = [n.input[0] for n in dql]
+    lo, hi = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
+    for ids in windows:
+        for name, v in zip(names, sess.run(names, {"input_ids": ids,
+                                                   "attention_mask": np.ones_like(ids)})):  # fmt: skip
+            lo[name], hi[name] = min(lo[name], float(v.min())), max(hi[name], float(v.max()))
+    nodes = []
+    for node in model.graph.node:
+        if node.op_type != "DynamicQuantizeLinear":
+            nodes.append(node)
+            continue
+        x, (q, scale, zero) = node.input[0], node.output
+        s = np.float32((hi[x] - lo[x]) / 255)
+        model.graph.initializer.extend([
+            numpy_helper.from_array(np.array(s, np.float32), scale),
+            numpy_helper.from_array(np.array(np.clip(np.round(-lo[x] / s), 0, 255), np.uint8), zero),
+        ])  # fmt: skip
+        nodes.append(helper.make_node("QuantizeLinear", [x, scale, zero], [q], name=node.name))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    onnx.save(model, str(dst))
+    return dst
+
+
+def exposed(src: Path, dst: Path) -> Path:
+    """`src` with every node output (except integer mask indices) also a graph output, in node
+    order, for layer-by-layer traces on two machines."""
+    from onnx import helper
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(src)))
+    types = {v.name: v.type.tensor_type.elem_type
+             for v in list(model.graph.value_info) + list(model.graph.output)}  # fmt: skip
+    have = {o.name for o in model.graph.output}
+    for node in model.graph.node:
+        for out in node.output:
+            # contrib ops have no shape inference here: their float outputs are typed by hand
+            known = out in types or (node.domain == "com.microsoft" and "mask" not in out)
+            if out and out not in have and known:
+                elem = types.get(out, onnx.TensorProto.FLOAT)
+                model.graph.output.append(helper.make_tensor_value_info(out, elem, None))
+                have.add(out)
+    onnx.save(model, str(dst))
     return dst
 
 
