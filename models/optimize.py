@@ -104,9 +104,8 @@ FP32_ACTIVATION_OPS = {"EmbedLayerNormalization": HIDDEN, "QEmbedLayerNormalizat
 
 def ulp_perturbed(src: Path, dst: Path, seed: int = 0) -> Path:
     """`src` with a last-bit perturbation after every fp32 activation op (see the docstring)."""
-    from onnx import helper, numpy_helper
-
     import numpy as np
+    from onnx import helper, numpy_helper
 
     model = onnx.load(str(src))
     rng = np.random.default_rng(seed)
@@ -155,8 +154,8 @@ def static_scales(dynamic: Path, fused: Path, windows: list, dst: Path) -> Path:
     names = [n.input[0] for n in dql]
     lo, hi = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
     for ids in windows:
-        for name, v in zip(names, sess.run(names, {"input_ids": ids,
-                                                   "attention_mask": np.ones_like(ids)})):  # fmt: skip
+        values = sess.run(names, {"input_ids": ids, "attention_mask": np.ones_like(ids)})
+        for name, v in zip(names, values, strict=True):
             lo[name], hi[name] = min(lo[name], float(v.min())), max(hi[name], float(v.max()))
     nodes = []
     for node in model.graph.node:
@@ -165,10 +164,9 @@ def static_scales(dynamic: Path, fused: Path, windows: list, dst: Path) -> Path:
             continue
         x, (q, scale, zero) = node.input[0], node.output
         s = np.float32((hi[x] - lo[x]) / 255)
-        model.graph.initializer.extend([
-            numpy_helper.from_array(np.array(s, np.float32), scale),
-            numpy_helper.from_array(np.array(np.clip(np.round(-lo[x] / s), 0, 255), np.uint8), zero),
-        ])  # fmt: skip
+        z = np.array(np.clip(np.round(-lo[x] / s), 0, 255), np.uint8)
+        model.graph.initializer.extend([numpy_helper.from_array(np.array(s, np.float32), scale),
+                                        numpy_helper.from_array(z, zero)])  # fmt: skip
         nodes.append(helper.make_node("QuantizeLinear", [x, scale, zero], [q], name=node.name))
     del model.graph.node[:]
     model.graph.node.extend(nodes)
