@@ -127,10 +127,11 @@ def compare_traces(a, b) -> list[dict]:
 
 
 # Issue 16's parity goals, reported on every run. The failing thresholds (`compare`'s options)
-# are a regression guard set below them: int8 activations are quantized dynamically, so a tiny
-# fp32 difference between the CPUs' kernels can flip one rounding step and move one text's
-# embedding (min cosine 0.992 here with the 7-bit model; the 8-bit one that saturated on AVX2 gave
-# 0.972 and 97.67 % agreement, which the guard refuses). Another x86 CPU must not turn CI red.
+# are a regression guard set below them: the CPUs' fp32 kernels differ in the last bit, one u8
+# activation then rounds the other way and later requantizations spread it (traced with `trace`:
+# models/README.md), so one text's embedding moves (min cosine 0.992 here with the 7-bit model;
+# the 8-bit one that saturated on AVX2 gave 0.972 and 97.67 % agreement, which the guard refuses).
+# Another x86 CPU must not turn CI red.
 GOALS = {"emotion_top1_agreement": 0.995, "embedding_cosine_min": 0.999,
          "story_choice_same_as_first": 1.0}  # fmt: skip
 
