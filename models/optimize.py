@@ -309,7 +309,7 @@ def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
     if not fp32.exists():
         raise SystemExit(f"{fp32} is missing: run models/build.py (--folds 0) to make it")
     sys.path.insert(0, str(REPO / "models"))
-    from build import quantize_fused
+    from build import QUANT, quantize_fused
 
     out.mkdir(parents=True, exist_ok=True)
     fused = fuse(fp32, out / "fused.fp32.onnx")
@@ -322,6 +322,8 @@ def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
         "int8 fused, 7-bit, no fp32 units": all_int8,
         "int8 fused, 8-bit s8 (old)": quantize(fused, out / "fused.int8-s8.onnx",
                                                reduce_range=False),
+        "int8 deterministic (candidate)": deterministic(fp32, out / "det.int8.onnx",
+                                                        QUANT["fp32"]),
     }  # fmt: skip
 
 

@@ -2,7 +2,8 @@
 
 For each scheme on the fused graph (8-bit signed weights, 7-bit `reduce_range` weights, unsigned
 weights, the shipped scheme: 7-bit with build.py's QUANT["fp32"] units kept in fp32, and that
-scheme with static activation scales calibrated on dev rows 1000-1300 when --data is given): the
+scheme with static activation scales calibrated on dev rows 1000-1300 when --data is given, and
+the deterministic candidate, models/optimize.py `deterministic`): the
 minimum and mean embedding cosine and the emotion top-1 agreement against the fp32 build over 300
 texts, the file size, the share of weight pairs that can saturate x86 AVX2's u8 x s8 kernel
 (vpmaddubsw adds two u8*s8 products into int16: |w1| + |w2| > 128 can exceed 32767 for large
@@ -35,6 +36,7 @@ sys.path[:0] = [str(REPO), str(REPO / "models"), str(Path(__file__).resolve().pa
 import optimize  # noqa: E402
 from bench_graph import outputs, texts  # noqa: E402
 from bench_model import session  # noqa: E402
+from build import QUANT  # noqa: E402
 from machine import cpu_line  # noqa: E402
 
 from companion.model.encode import Encoder  # noqa: E402
@@ -77,6 +79,8 @@ def main() -> None:
             "u8 weights": optimize.quantize(fused, out / "u8.onnx", reduce_range=False,
                                             unsigned=True),
             "shipped (7-bit + fp32 units)": optimize.SHIPPED,
+            "deterministic (candidate)": optimize.deterministic(
+                optimize.FP32_BUILD, out / "det.onnx", QUANT["fp32"]),
         }  # fmt: skip
         if args.data:
             from build import quantize_fused
