@@ -52,8 +52,8 @@ def saturating_pairs(path: Path) -> float:
         if init.data_type != onnx.TensorProto.INT8 or init.name.endswith("zero_point"):
             continue
         w = numpy_helper.to_array(init).astype(np.int32)
-        if w.ndim != 2 or "embed" in init.name or "word" in init.name:
-            continue  # the embedding table is dequantized, never multiplied in int8
+        if w.ndim != 2 or any(t in init.name for t in ("embed", "word", "position")):
+            continue  # embedding tables are dequantized, never multiplied in int8
         k = w.shape[0] // 2 * 2
         s = np.abs(w[0:k:2]) + np.abs(w[1:k:2])
         hits, total = hits + int((s > 128).sum()), total + s.size
