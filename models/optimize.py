@@ -16,8 +16,9 @@
 - `deterministic`: a candidate int8 scheme with the same bits on x86 and ARM (issue 16): the
   unfused fp32 build with LayerNormalization and Softmax rebuilt from ops that onnxruntime
   computes identically on both (sums as MatMul with a constant vector, elementwise ops, Exp,
-  Sqrt, ReduceMax), per-row int8 embedding tables dequantized after the gather, then the
-  dynamic int8 scheme of build.QUANT (its fp32 units kept).
+  Sqrt, ReduceMax), query/key/value merged, per-row int8 embedding tables dequantized after the
+  gather, then the dynamic int8 scheme of build.QUANT (its fp32 units kept). Run it with
+  onnxruntime's MatMulIntegerToFloatFusion disabled: the kernels that fusion makes differ.
 
     .venv/bin/python models/optimize.py OUT_DIR      # writes the variants, prints their ops
 """
@@ -35,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "models" / "companion-empathy-1.onnx"
 FP32_BUILD = REPO / "models" / ".build" / "companion-empathy-1.fp32.onnx"  # from build.py
 HEADS, HIDDEN = 12, 384
+MAX_TOKENS = 512  # MiniLM's position table: no window can be longer
 
 
 SHOWN = ("Attention", "QAttention", "SkipLayerNormalization", "BiasGelu", "Gelu", "FastGelu",
@@ -197,7 +199,10 @@ def _layer_norm(node, p: str, eps_name: str) -> list:
 
 
 def _softmax(node, p: str) -> list:
-    """Softmax over the last axis (the keys, any length) from bit-identical ops."""
+    """Softmax over the last axis (the keys, any length up to MAX_TOKENS) from bit-identical
+    ops. The sum is a MatMul with a constant ones vector over the keys zero-padded to MAX_TOKENS:
+    with a ones vector made at run time for the actual length (not prepacked) x86 and ARM sum
+    in different orders from 6 keys on."""
     from onnx import helper
 
     x, y = node.input[0], node.output[0]
@@ -206,9 +211,10 @@ def _softmax(node, p: str) -> list:
             mk("Sub", [x, p + "max"], [p + "sh"], name=p + "sub"),
             mk("Exp", [p + "sh"], [p + "e"], name=p + "exp"),
             mk("Shape", [x], [p + "n"], start=-1, name=p + "shape"),
-            mk("Concat", [p + "n", "det_1"], [p + "n1"], axis=0, name=p + "n1"),
-            mk("Expand", ["det_ones", p + "n1"], [p + "ones"], name=p + "ones"),
-            mk("MatMul", [p + "e", p + "ones"], [p + "sum"], name=p + "sum"),
+            mk("Sub", ["det_max_tokens", p + "n"], [p + "pad"], name=p + "padn"),
+            mk("Concat", ["det_zeros7", p + "pad"], [p + "pads"], axis=0, name=p + "pads"),
+            mk("Pad", [p + "e", p + "pads"], [p + "ep"], name=p + "padded"),
+            mk("MatMul", [p + "ep", "det_ones"], [p + "sum"], name=p + "sum"),
             mk("Div", [p + "e", p + "sum"], [y], name=p + "div")]  # fmt: skip
 
 
@@ -232,6 +238,32 @@ def _row_int8_gather(node, table, p: str) -> tuple[list, list]:
     return nodes, inits
 
 
+def _merge_qkv(graph) -> None:
+    """Each layer's query, key and value MatMuls as one MatMul and a Split: quantized, the three
+    would share one DynamicQuantizeLinear, which onnxruntime fuses into MatMulIntegerToFloat,
+    whose results differ between x86 and ARM; one consumer fuses into DynamicQuantizeMatMul,
+    which gives the same bits on both."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    weights = {i.name: i for i in graph.initializer}
+    by_name = {n.name: n for n in graph.node}
+    for i in range(len([n for n in graph.node if n.name.endswith("/query/MatMul")])):
+        parts = [by_name[f"/layers.{i}/{r}/MatMul"] for r in ("query", "key", "value")]
+        w = np.concatenate([numpy_helper.to_array(weights[n.input[1]]) for n in parts], axis=1)
+        name = f"/layers.{i}/qkv/MatMul"
+        graph.initializer.append(numpy_helper.from_array(w, f"layers.{i}.qkv.weight"))
+        at = list(graph.node).index(parts[0])
+        for n in parts:
+            graph.node.remove(n)
+        mk = helper.make_node
+        qkv = name + "_output_0"
+        graph.node.insert(at, mk("MatMul", [parts[0].input[0], f"layers.{i}.qkv.weight"], [qkv],
+                                 name=name))  # fmt: skip
+        graph.node.insert(at + 1, mk("Split", [qkv], [n.output[0] for n in parts], axis=-1,
+                                     name=name + "_split"))  # fmt: skip
+
+
 def deterministic(fp32: Path, dst: Path, keep_fp32: list[str]) -> Path:
     """The candidate scheme with the same bits on x86 and ARM (see the module docstring)."""
     import tempfile
@@ -245,8 +277,9 @@ def deterministic(fp32: Path, dst: Path, keep_fp32: list[str]) -> Path:
     tables = {i.name: i for i in graph.initializer if i.name in ("word.weight", "position.weight")}
     graph.initializer.extend([
         numpy_helper.from_array(np.full((HIDDEN, 1), 1 / HIDDEN, np.float32), "det_mean"),
-        numpy_helper.from_array(np.ones((1, 1), np.float32), "det_ones"),
-        numpy_helper.from_array(np.array([1], np.int64), "det_1"),
+        numpy_helper.from_array(np.ones((MAX_TOKENS, 1), np.float32), "det_ones"),
+        numpy_helper.from_array(np.array([MAX_TOKENS], np.int64), "det_max_tokens"),
+        numpy_helper.from_array(np.zeros(7, np.int64), "det_zeros7"),  # Pad: only the last axis
     ])  # fmt: skip
     nodes, fp32_nodes = [], []
     for node in graph.node:
@@ -258,6 +291,7 @@ def deterministic(fp32: Path, dst: Path, keep_fp32: list[str]) -> Path:
             fp32_nodes += [p + "mean", p + "var"]  # sums, not weights: never quantized
         elif node.op_type == "Softmax":
             nodes += _softmax(node, p)
+            fp32_nodes.append(p + "sum")
         elif node.op_type == "Gather" and node.input[0] in tables:
             new, inits = _row_int8_gather(node, tables[node.input[0]], p)
             graph.initializer.remove(tables[node.input[0]])
@@ -268,6 +302,7 @@ def deterministic(fp32: Path, dst: Path, keep_fp32: list[str]) -> Path:
             nodes.append(node)
     del graph.node[:]
     graph.node.extend(nodes)
+    _merge_qkv(graph)
     gathers = [n.name for n in nodes if n.op_type == "Gather"]  # token type: 2 rows, stays fp32
     with tempfile.TemporaryDirectory(dir=dst.parent) as tmp:
         det = Path(tmp) / "det.fp32.onnx"
