@@ -6,6 +6,19 @@
 - `unit_nodes`: the graph nodes of named units (`layers.I.qkv` ...), fused or not, for
   build.py's QUANT["fp32"] (the units kept in fp32).
 - `variants`: graph and quantization variants of the fp32 build that tests/bench compares.
+- `ulp_perturbed`: the x86-only stand-in for arm64 (issue 16): the output of every op whose fp32
+  result differs between x86 and ARM (FP32_ACTIVATION_OPS: layer norms, attention's softmax)
+  multiplied by 1 + k*2^-23 per column (k in -1, 0, 0, 1, fixed seed). Its cosine to the
+  unperturbed model tracks the emulated arm64 parity (models/README.md).
+- `static_scales`: DynamicQuantizeLinear replaced by QuantizeLinear with scales calibrated on
+  given token windows (a variant to compare; it does not fix the parity, see models/README.md).
+- `exposed`: every node output made a graph output, for `deploy/arm64/parity.py trace`.
+- `deterministic`: a candidate int8 scheme with the same bits on x86 and ARM (issue 16): the
+  unfused fp32 build with LayerNormalization and Softmax rebuilt from ops that onnxruntime
+  computes identically on both (sums as MatMul with a constant vector, elementwise ops, Exp,
+  Sqrt, ReduceMax), query/key/value merged, per-row int8 embedding tables dequantized after the
+  gather, then the dynamic int8 scheme of build.QUANT (its fp32 units kept). Run it with
+  onnxruntime's MatMulIntegerToFloatFusion disabled: the kernels that fusion makes differ.
 
     .venv/bin/python models/optimize.py OUT_DIR      # writes the variants, prints their ops
 """
@@ -23,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "models" / "companion-empathy-1.onnx"
 FP32_BUILD = REPO / "models" / ".build" / "companion-empathy-1.fp32.onnx"  # from build.py
 HEADS, HIDDEN = 12, 384
+MAX_TOKENS = 512  # MiniLM's position table: no window can be longer
 
 
 SHOWN = ("Attention", "QAttention", "SkipLayerNormalization", "BiasGelu", "Gelu", "FastGelu",
@@ -89,6 +103,238 @@ def quantize(src: Path, dst: Path, *, reduce_range: bool, unsigned: bool = False
     return dst
 
 
+# Ops whose fp32 results differ in the last bit between x86 and the emulated Cortex-A72 on the
+# same inputs (onnxruntime 1.32, probed one op at a time): the reductions inside them are summed
+# in a different order. MatMul, BiasGelu, Erf, Exp, Sqrt, Div, Add, Mul, ReduceMax and
+# DynamicQuantizeLinear gave the same bits. Value: the width of the output's last axis.
+FP32_ACTIVATION_OPS = {"EmbedLayerNormalization": HIDDEN, "QEmbedLayerNormalization": HIDDEN,
+                      "Attention": HIDDEN, "QAttention": HIDDEN, "SkipLayerNormalization": HIDDEN,
+                      "LayerNormalization": HIDDEN}  # fmt: skip
+
+
+def ulp_perturbed(src: Path, dst: Path, seed: int = 0) -> Path:
+    """`src` with a last-bit perturbation after every fp32 activation op (see the docstring)."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(src))
+    rng = np.random.default_rng(seed)
+    nodes = []
+    for node in model.graph.node:
+        nodes.append(node)
+        width = FP32_ACTIVATION_OPS.get(node.op_type)
+        if width is None:
+            continue
+        out = node.output[0]
+        new = out + "_ulp"
+        for other in model.graph.node:  # consumers read the perturbed tensor
+            other.input[:] = [new if i == out else i for i in other.input]
+        for graph_out in model.graph.output:
+            if graph_out.name == out:
+                raise ValueError(f"{out} is a graph output; perturb only inner tensors")
+        factor = (1 + rng.choice([-1, 0, 0, 1], width) * 2.0**-23).astype(np.float32)
+        model.graph.initializer.append(numpy_helper.from_array(factor, new + "_factor"))
+        nodes.append(helper.make_node("Mul", [out, new + "_factor"], [new], name=new))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    onnx.save(model, str(dst))
+    return dst
+
+
+def static_scales(dynamic: Path, fused: Path, windows: list, dst: Path) -> Path:
+    """`dynamic` (quantize_fused's output) with each DynamicQuantizeLinear replaced by a
+    QuantizeLinear whose u8 scale and zero point cover the range (with 0) of its input over
+    `windows` (token id arrays), measured on the fp32 `fused` graph."""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+
+    model = onnx.load(str(dynamic))
+    dql = [n for n in model.graph.node if n.op_type == "DynamicQuantizeLinear"]
+    probe = onnx.load(str(fused))
+    for n in dql:
+        probe.graph.output.append(helper.make_tensor_value_info(n.input[0], onnx.TensorProto.FLOAT,
+                                                                None))  # fmt: skip
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = 1
+    sess = ort.InferenceSession(probe.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    names = [n.input[0] for n in dql]
+    lo, hi = dict.fromkeys(names, 0.0), dict.fromkeys(names, 0.0)
+    for ids in windows:
+        values = sess.run(names, {"input_ids": ids, "attention_mask": np.ones_like(ids)})
+        for name, v in zip(names, values, strict=True):
+            lo[name], hi[name] = min(lo[name], float(v.min())), max(hi[name], float(v.max()))
+    nodes = []
+    for node in model.graph.node:
+        if node.op_type != "DynamicQuantizeLinear":
+            nodes.append(node)
+            continue
+        x, (q, scale, zero) = node.input[0], node.output
+        s = np.float32((hi[x] - lo[x]) / 255)
+        z = np.array(np.clip(np.round(-lo[x] / s), 0, 255), np.uint8)
+        model.graph.initializer.extend([numpy_helper.from_array(np.array(s, np.float32), scale),
+                                        numpy_helper.from_array(z, zero)])  # fmt: skip
+        nodes.append(helper.make_node("QuantizeLinear", [x, scale, zero], [q], name=node.name))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    onnx.save(model, str(dst))
+    return dst
+
+
+def _layer_norm(node, p: str, eps_name: str) -> list:
+    """LayerNormalization over the last axis (HIDDEN wide) from bit-identical ops."""
+    from onnx import helper
+
+    (x, gamma, beta), y = node.input, node.output[0]
+    mk = helper.make_node
+    return [mk("MatMul", [x, "det_mean"], [p + "mean"], name=p + "mean"),
+            mk("Sub", [x, p + "mean"], [p + "d"], name=p + "sub"),
+            mk("Mul", [p + "d", p + "d"], [p + "d2"], name=p + "sq"),
+            mk("MatMul", [p + "d2", "det_mean"], [p + "var"], name=p + "var"),
+            mk("Add", [p + "var", eps_name], [p + "ve"], name=p + "eps"),
+            mk("Sqrt", [p + "ve"], [p + "std"], name=p + "sqrt"),
+            mk("Div", [p + "d", p + "std"], [p + "n"], name=p + "div"),
+            mk("Mul", [p + "n", gamma], [p + "ng"], name=p + "gamma"),
+            mk("Add", [p + "ng", beta], [y], name=p + "beta")]  # fmt: skip
+
+
+def _softmax(node, p: str) -> list:
+    """Softmax over the last axis (the keys, any length up to MAX_TOKENS) from bit-identical
+    ops. The sum is a MatMul with a constant ones vector over the keys zero-padded to MAX_TOKENS:
+    with a ones vector made at run time for the actual length (not prepacked) x86 and ARM sum
+    in different orders from 6 keys on."""
+    from onnx import helper
+
+    x, y = node.input[0], node.output[0]
+    mk = helper.make_node
+    return [mk("ReduceMax", [x], [p + "max"], axes=[-1], keepdims=1, name=p + "max"),
+            mk("Sub", [x, p + "max"], [p + "sh"], name=p + "sub"),
+            mk("Exp", [p + "sh"], [p + "e"], name=p + "exp"),
+            mk("Shape", [x], [p + "n"], start=-1, name=p + "shape"),
+            mk("Sub", ["det_max_tokens", p + "n"], [p + "pad"], name=p + "padn"),
+            mk("Concat", ["det_zeros7", p + "pad"], [p + "pads"], axis=0, name=p + "pads"),
+            mk("Pad", [p + "e", p + "pads"], [p + "ep"], name=p + "padded"),
+            mk("MatMul", [p + "ep", "det_ones"], [p + "sum"], name=p + "sum"),
+            mk("Div", [p + "e", p + "sum"], [y], name=p + "div")]  # fmt: skip
+
+
+def _row_int8_gather(node, table, p: str) -> tuple[list, list]:
+    """A Gather from an fp32 table as a gather from its per-row symmetric int8 copy times the
+    gathered row scales (elementwise after the gather, so exact on both CPUs)."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    t = numpy_helper.to_array(table)
+    scale = (np.abs(t).max(1, keepdims=True) / 127).astype(np.float32)
+    q = np.round(t / np.maximum(scale, 1e-30)).astype(np.int8)
+    base = table.name.removesuffix(".weight")
+    inits = [numpy_helper.from_array(q, base + "_int8"),
+             numpy_helper.from_array(scale, base + "_row_scale")]  # fmt: skip
+    mk = helper.make_node
+    nodes = [mk("Gather", [base + "_int8", node.input[1]], [p + "q"], name=p + "q"),
+             mk("Cast", [p + "q"], [p + "f"], to=onnx.TensorProto.FLOAT, name=p + "cast"),
+             mk("Gather", [base + "_row_scale", node.input[1]], [p + "s"], name=p + "s"),
+             mk("Mul", [p + "f", p + "s"], [node.output[0]], name=p + "deq")]  # fmt: skip
+    return nodes, inits
+
+
+def _merge_qkv(graph) -> None:
+    """Each layer's query, key and value MatMuls as one MatMul and a Split: quantized, the three
+    would share one DynamicQuantizeLinear, which onnxruntime fuses into MatMulIntegerToFloat,
+    whose results differ between x86 and ARM; one consumer fuses into DynamicQuantizeMatMul,
+    which gives the same bits on both."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    weights = {i.name: i for i in graph.initializer}
+    by_name = {n.name: n for n in graph.node}
+    for i in range(len([n for n in graph.node if n.name.endswith("/query/MatMul")])):
+        parts = [by_name[f"/layers.{i}/{r}/MatMul"] for r in ("query", "key", "value")]
+        w = np.concatenate([numpy_helper.to_array(weights[n.input[1]]) for n in parts], axis=1)
+        name = f"/layers.{i}/qkv/MatMul"
+        graph.initializer.append(numpy_helper.from_array(w, f"layers.{i}.qkv.weight"))
+        at = list(graph.node).index(parts[0])
+        for n in parts:
+            graph.node.remove(n)
+        mk = helper.make_node
+        qkv = name + "_output_0"
+        graph.node.insert(at, mk("MatMul", [parts[0].input[0], f"layers.{i}.qkv.weight"], [qkv],
+                                 name=name))  # fmt: skip
+        graph.node.insert(at + 1, mk("Split", [qkv], [n.output[0] for n in parts], axis=-1,
+                                     name=name + "_split"))  # fmt: skip
+
+
+def deterministic(fp32: Path, dst: Path, keep_fp32: list[str]) -> Path:
+    """The candidate scheme with the same bits on x86 and ARM (see the module docstring)."""
+    import tempfile
+
+    import numpy as np
+    from onnx import numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = onnx.load(str(fp32))
+    graph = model.graph
+    tables = {i.name: i for i in graph.initializer if i.name in ("word.weight", "position.weight")}
+    graph.initializer.extend([
+        numpy_helper.from_array(np.full((HIDDEN, 1), 1 / HIDDEN, np.float32), "det_mean"),
+        numpy_helper.from_array(np.ones((MAX_TOKENS, 1), np.float32), "det_ones"),
+        numpy_helper.from_array(np.array([MAX_TOKENS], np.int64), "det_max_tokens"),
+        numpy_helper.from_array(np.zeros(7, np.int64), "det_zeros7"),  # Pad: only the last axis
+    ])  # fmt: skip
+    nodes, fp32_nodes = [], []
+    for node in graph.node:
+        p = node.name.replace("/", "_").strip("_") + "_det_"
+        if node.op_type == "LayerNormalization":
+            eps = next(a.f for a in node.attribute if a.name == "epsilon")
+            graph.initializer.append(numpy_helper.from_array(np.array(eps, np.float32), p + "e"))
+            nodes += _layer_norm(node, p, p + "e")
+            fp32_nodes += [p + "mean", p + "var"]  # sums, not weights: never quantized
+        elif node.op_type == "Softmax":
+            nodes += _softmax(node, p)
+            fp32_nodes.append(p + "sum")
+        elif node.op_type == "Gather" and node.input[0] in tables:
+            new, inits = _row_int8_gather(node, tables[node.input[0]], p)
+            graph.initializer.remove(tables[node.input[0]])
+            graph.initializer.extend(inits)
+            nodes += new
+            fp32_nodes += [p + "q", p + "s"]
+        else:
+            nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    _merge_qkv(graph)
+    gathers = [n.name for n in nodes if n.op_type == "Gather"]  # token type: 2 rows, stays fp32
+    with tempfile.TemporaryDirectory(dir=dst.parent) as tmp:
+        det = Path(tmp) / "det.fp32.onnx"
+        onnx.save(model, str(det))
+        exclude = unit_nodes(graph, keep_fp32) + fp32_nodes + gathers
+        quantize_dynamic(det, dst, per_channel=True, reduce_range=True,
+                         weight_type=QuantType.QInt8, nodes_to_exclude=exclude,
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})  # fmt: skip
+    return dst
+
+
+def exposed(src: Path, dst: Path) -> Path:
+    """`src` with every node output (except integer mask indices) also a graph output, in node
+    order, for layer-by-layer traces on two machines."""
+    from onnx import helper
+
+    model = onnx.shape_inference.infer_shapes(onnx.load(str(src)))
+    types = {v.name: v.type.tensor_type.elem_type
+             for v in list(model.graph.value_info) + list(model.graph.output)}  # fmt: skip
+    have = {o.name for o in model.graph.output}
+    for node in model.graph.node:
+        for out in node.output:
+            # contrib ops have no shape inference here: their float outputs are typed by hand
+            known = out in types or (node.domain == "com.microsoft" and "mask" not in out)
+            if out and out not in have and known:
+                elem = types.get(out, onnx.TensorProto.FLOAT)
+                model.graph.output.append(helper.make_tensor_value_info(out, elem, None))
+                have.add(out)
+    onnx.save(model, str(dst))
+    return dst
+
+
 def op_counts(path: Path) -> dict[str, int]:
     return dict(collections.Counter(n.op_type for n in onnx.load(str(path)).graph.node))
 
@@ -98,7 +344,7 @@ def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
     if not fp32.exists():
         raise SystemExit(f"{fp32} is missing: run models/build.py (--folds 0) to make it")
     sys.path.insert(0, str(REPO / "models"))
-    from build import quantize_fused
+    from build import QUANT, quantize_fused
 
     out.mkdir(parents=True, exist_ok=True)
     fused = fuse(fp32, out / "fused.fp32.onnx")
@@ -111,6 +357,8 @@ def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
         "int8 fused, 7-bit, no fp32 units": all_int8,
         "int8 fused, 8-bit s8 (old)": quantize(fused, out / "fused.int8-s8.onnx",
                                                reduce_range=False),
+        "int8 deterministic (candidate)": deterministic(fp32, out / "det.int8.onnx",
+                                                        QUANT["fp32"]),
     }  # fmt: skip
 
 
