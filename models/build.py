@@ -161,35 +161,37 @@ def metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
 
 # How the fp32 export becomes the shipped int8 model: one definition, used by the build, the
 # cross-validation and the acknowledgement calibration (calibrate_ack.py keys its cache on it).
-# reduce_range (7-bit weights): x86 AVX2 without VNNI multiplies u8 activations by s8 weights with
-# vpmaddubsw, whose int16 pair sums saturate at 2*255*127; with |w| <= 64 they cannot
-# (2*255*64 < 32767), so x86 and ARM (exact widening/dot-product kernels) compute the same
-# integers. The graph is fused first (Attention, SkipLayerNorm, BiasGelu, EmbedLayerNorm).
-# "fp32" lists the units kept unquantized, chosen by models/quant_sweep.py (rows 1000-1300 of
-# the dev split; reported on rows 0-300).
+# The graph is rebuilt so that x86 and ARM compute the same bits (models/optimize.py
+# `deterministic`, issue 16): every fp32 sum whose result differs between the CPUs (layer norm,
+# softmax) becomes a MatMul with a constant vector plus elementwise ops, query/key/value are one
+# MatMul, and the word/position tables are int8 per row. reduce_range (7-bit weights): x86 AVX2
+# without VNNI multiplies u8 activations by s8 weights with vpmaddubsw, whose int16 pair sums
+# saturate at 2*255*127; with |w| <= 64 they cannot (2*255*64 < 32767), so x86 and ARM compute
+# the same integers. "fp32" lists the units kept unquantized, chosen by models/quant_sweep.py
+# (rows 1000-1300 of the dev split; reported on rows 0-300). "session" is what the runtime must
+# set: onnxruntime's MatMulIntegerToFloat fusion makes kernels whose results differ by CPU.
 QUANT: dict = {
     "method": "onnxruntime dynamic",
-    "graph": "onnxruntime.transformers optimizer, model_type bert, 12 heads, hidden 384",
+    "graph": "deterministic: layer norm and softmax sums as MatMul, q/k/v merged, int8 tables",
     "weight_type": "QInt8",
     "reduce_range": True,
     "per_channel": True,
     "fp32": ["layers.2.out"],
+    "session": {"disabled_optimizers": ["MatMulIntegerToFloatFusion"]},
 }
 
 
 def quantize(fp32: Path, out: Path, keep_fp32: list[str] | None = None) -> None:
     """The int8 model from an fp32 export, by the scheme QUANT describes (`keep_fp32` overrides
     QUANT["fp32"], for the sensitivity sweep)."""
-    import tempfile
+    from optimize import deterministic
 
-    from optimize import fuse
-
-    with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
-        quantize_fused(fuse(fp32, Path(tmp) / "fused.onnx"), out, keep_fp32)
+    deterministic(fp32, out, QUANT["fp32"] if keep_fp32 is None else keep_fp32)
 
 
 def quantize_fused(fused: Path, out: Path, keep_fp32: list[str] | None = None) -> None:
-    """`quantize` after the fusion step (the sweep fuses once and quantizes many times)."""
+    """The previous scheme (fused graph, dynamic int8) after the fusion step: the sensitivity
+    sweep and the benchmarks compare it; `quantize` is what ships."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from optimize import unit_nodes
@@ -221,7 +223,8 @@ def onnx_logits(path: Path, ids, idx) -> np.ndarray:
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
-    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"],
+                                **QUANT["session"])  # as the runtime runs it  # fmt: skip
     out = np.zeros((len(idx), len(EMOTIONS)), np.float32)
     for r, i in enumerate(idx):  # one text per call, as the runtime does
         x = np.asarray([ids[i]], np.int64)

@@ -46,7 +46,8 @@ def test_planted_details_never_appear(planted_home, tmp_path):
     for secret in secrets:
         assert secret.lower() not in text, secret
     with (out / "turns.csv").open(newline="") as f:
-        stories = [r["text"] for r in csv.DictReader(f) if "fence" in r["text"]]
+        stories = [r["text"] for r in csv.DictReader(f)
+                   if "fence" in r["text"] and r["speaker"] == "participant"]  # fmt: skip
     (line,) = stories
     for tag in ("[PERSON]", "[DATE]", "[ADDRESS]", "[PHONE]", "[EMAIL]"):
         assert tag in line

@@ -143,10 +143,14 @@ class Encoder:
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.log_severity_level = 3
+        # The sidecar names graph optimizations the model must run without (the shipped one:
+        # a fusion whose kernels give different results on x86 and ARM).
+        runtime = meta.get("quantization", {}).get("session", {})
         try:
             session = ort.InferenceSession(
-                str(model_path), opts, providers=["CPUExecutionProvider"]
-            )
+                str(model_path), opts, providers=["CPUExecutionProvider"],
+                disabled_optimizers=list(runtime.get("disabled_optimizers", [])),
+            )  # fmt: skip
         except Exception as exc:  # onnxruntime raises its own unnamed error types
             raise ModelError(f"onnxruntime cannot load {model_path}: {exc}") from exc
         window = config.window_tokens or int(meta.get("window_tokens", 128))

@@ -50,7 +50,12 @@ def session(path: Path) -> ort.InferenceSession:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
-    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    # What the sidecar asks the runtime to switch off (companion.model.encode does the same).
+    sidecar = path.with_name(path.name + ".json")
+    meta = json.loads(sidecar.read_text()) if sidecar.exists() else {}
+    off = meta.get("quantization", {}).get("session", {}).get("disabled_optimizers", [])
+    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=off)  # fmt: skip
 
 
 def latency_ms(sessions: dict[str, ort.InferenceSession], tokens: int, runs: int) -> dict:
