@@ -63,6 +63,8 @@ _PETS = _set(
 )
 _TITLES = _set("mr mrs ms miss mister missus dr auntie aunt uncle")
 _PRONOUNS = _set("i we you he she they it who")
+_NEVER = STOP | RELATIONS | _PETS  # words these rules never take for a name
+_NEXT_TO_NAME = _AFTER_NAME | _SAYS
 
 
 def _base(word: str) -> str:
@@ -76,7 +78,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
     spans = []
     for i, m in enumerate(words):
         word = _base(raw[i])
-        if word in STOP | RELATIONS | _PETS or len(word) < 2 or word.endswith("ly"):
+        if word in _NEVER or len(word) < 2 or word.endswith("ly"):
             continue
         prev = raw[i - 1] if i else ""
         prev2 = raw[i - 2] if i > 1 else ""
@@ -102,7 +104,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             label = "PERSON"  # "my daughter in law precious is from", "our boy tyrone plays"
         elif (
             (not prev or prev in ("and", "with", "remember", "of", "about", "see", "saw"))
-            and nxt in _AFTER_NAME | _SAYS
+            and nxt in _NEXT_TO_NAME
             and (
                 word in gaz.people or not gaz.is_ordinary(word) or not prev and nxt == "from"
             )  # opening a story: "quintus from the club"

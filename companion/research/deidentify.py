@@ -187,7 +187,7 @@ class Redactor:
                           if lower or m.group(1)[0].isupper()]  # fmt: skip
             for word in words:
                 base = word.lower().removesuffix("'s")
-                if len(base) > 2 and not _glue(base) and self.nameish(base):
+                if len(base) > 2 and base not in intros.GLUE_WORDS and self.nameish(base):
                     self.learned.add(base)
 
     def nameish(self, word: str) -> bool:
@@ -203,10 +203,9 @@ class Redactor:
         With the pipeline, the gazetteer adds names and places, and text without capitals
         is read through a truecased copy (`casing`)."""
         gaz = self.gazetteer
-        if not use_ner or self.ner is None or gaz is None:
-            self.learn(texts)
-            return [self.spans(text) for text in texts]
         self.learn(texts)
+        if not use_ner or self.ner is None or gaz is None:
+            return [self.spans(text) for text in texts]
         found = [self.spans(text, lower_rules=False) for text in texts]
         views = []
         for text, spans in zip(texts, found, strict=True):
@@ -240,7 +239,7 @@ def _ordinary() -> frozenset[str]:
     text = data.joinpath("stories.jsonl").read_text("utf-8")
     text += data.joinpath("default_protocol.toml").read_text("utf-8")
     # Only words written in lower case there: the names in our stories are not ordinary.
-    words = set(re.findall(r"\b[a-z][a-z']*", text)) | set(intros.GLUE.split("|"))
+    words = set(re.findall(r"\b[a-z][a-z']*", text)) | intros.GLUE_WORDS
     return frozenset(words)
 
 
@@ -267,10 +266,6 @@ _DETERMINERS = frozenset(
         "somebody anyone anybody nobody today tomorrow yesterday",
     )
 )
-
-
-def _glue(word: str) -> bool:
-    return re.fullmatch(rf"(?:{intros.GLUE})", word) is not None
 
 
 def _common(word: str) -> bool:

@@ -15,33 +15,37 @@ GLUE = (
     "actually|really|just|not|my|we|you|he|she|it|that|this|here|there|please|thanks|with|"
     "speaking|again|for|on|after|since|like|though|when|but|because|well|okay|ok|dear|love"
 )
+GLUE_WORDS = frozenset(GLUE.split("|"))
 NAME_IS = r"(?:first |last |sur|family |full |maiden |married |middle |christian |given )?name"
+# One name word, a word that is not glue, and a name of one word or two (the second not glue).
+_WORD = r"(?i:[a-z][\w'-]+)"
+_NOT_GLUE = rf"(?!(?i:{GLUE})\b)"
+_NAME = rf"{_WORD}(?:\s+{_NOT_GLUE}{_WORD})?"
 INTRODUCED = re.compile(
     rf"\b(?i:my {NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) (?:called|known as)|call me|"
     r"(?:they|people|everyone|everybody|friends|folk|most people) call(?:s|ed)? me|"
     r"(?:name|put|signed|spelt|spelled) (?:it )?(?:as|under)|the name's|the name is|"
     r"i go by|i'm mrs|i'm mr|i'm miss)\s+"
-    rf"(?!(?i:{GLUE})\b)((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+))?)"
+    rf"{_NOT_GLUE}({_NAME})"
 )
 # The names a participant gives as theirs, remembered for the rest of the export:
 # "my surname is haverford", "haverford is my surname", "the name's haverford".
 OWN_NAME = re.compile(
     rf"\b(?i:my {NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) known as|the name's|i go by)\s+"
-    rf"((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+))?)"
-    rf"|\b((?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+))(?:'s| is| was) my {NAME_IS}\b"
+    rf"({_NAME})"
+    rf"|\b({_NOT_GLUE}{_WORD})(?:'s| is| was) my {NAME_IS}\b"
 )
 # A word spelled out letter by letter ("h a v e r f o r d"): a name or an address.
 SPELLED = re.compile(r"(?<![\w'])(?:[a-z]\s+){3,}[a-z]\b", re.IGNORECASE)
 # "our cat's name is misty", "her name was edna": anyone's name given.
 NAME_GIVEN = re.compile(
     r"\b(?i:(?:his|her|their|its|our|your)|[a-z]+'s)\s+(?i:name)\s+(?i:is|was|'s)\s+"
-    rf"(?!(?i:{GLUE})\b)((?i:[a-z][\w'-]+)(?:\s+(?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+))?)"
+    rf"{_NOT_GLUE}({_NAME})"
 )
 # "it's zelda here", "zelda haverford speaking", "this is zelda again": a caller's name.
 CALLER = re.compile(
-    rf"\b(?i:it's|it is|this is)\s+((?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+)"
-    rf"(?:\s+(?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+))?)\s+(?i:here|speaking|calling)\b"
+    rf"\b(?i:it's|it is|this is)\s+({_NOT_GLUE}{_NAME})\s+(?i:here|speaking|calling)\b"
     rf"|(?:^|[.,!?]\s*|\b(?i:hello|hi|hiya|morning|evening|yes|oh)\s+)"
-    rf"((?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+)(?:\s+(?!(?i:{GLUE})\b)(?i:[a-z][\w'-]+))?)"
+    rf"({_NOT_GLUE}{_NAME})"
     r"\s+(?i:speaking|here)\b"
 )
