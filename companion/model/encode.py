@@ -91,6 +91,12 @@ def _read_sidecar(model_path: Path) -> dict:
     return meta
 
 
+def disabled_optimizers(meta: dict) -> list[str]:
+    """The onnxruntime graph optimizations a model's sidecar says it must run without (the
+    shipped model: a fusion whose kernels give different results on x86 and ARM)."""
+    return list(meta.get("quantization", {}).get("session", {}).get("disabled_optimizers", []))
+
+
 def resolve_model(model_path: Path | None = None) -> Path:
     """The given model file, else the newest shipped one."""
     if model_path is None:
@@ -143,13 +149,10 @@ class Encoder:
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.log_severity_level = 3
-        # The sidecar names graph optimizations the model must run without (the shipped one:
-        # a fusion whose kernels give different results on x86 and ARM).
-        runtime = meta.get("quantization", {}).get("session", {})
         try:
             session = ort.InferenceSession(
                 str(model_path), opts, providers=["CPUExecutionProvider"],
-                disabled_optimizers=list(runtime.get("disabled_optimizers", [])),
+                disabled_optimizers=disabled_optimizers(meta),
             )  # fmt: skip
         except Exception as exc:  # onnxruntime raises its own unnamed error types
             raise ModelError(f"onnxruntime cannot load {model_path}: {exc}") from exc

@@ -34,7 +34,7 @@ sys.path[:0] = [str(REPO), str(Path(__file__).resolve().parent)]
 
 from machine import cpu_line  # noqa: E402
 
-from companion.model.encode import Encoder  # noqa: E402
+from companion.model.encode import Encoder, disabled_optimizers  # noqa: E402
 from companion.model.similarity import ScoreWeights, rank  # noqa: E402
 
 SAMPLE = [
@@ -50,12 +50,10 @@ def session(path: Path) -> ort.InferenceSession:
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
-    # What the sidecar asks the runtime to switch off (companion.model.encode does the same).
-    sidecar = path.with_name(path.name + ".json")
+    sidecar = path.with_name(path.name + ".json")  # the fp32 build has none
     meta = json.loads(sidecar.read_text()) if sidecar.exists() else {}
-    off = meta.get("quantization", {}).get("session", {}).get("disabled_optimizers", [])
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"],
-                                disabled_optimizers=off)  # fmt: skip
+                                disabled_optimizers=disabled_optimizers(meta))  # fmt: skip
 
 
 def latency_ms(sessions: dict[str, ort.InferenceSession], tokens: int, runs: int) -> dict:
