@@ -11,12 +11,12 @@ the shipped model is) and the held-out fold scored, as `build.py`'s cross-valida
 training is 20-60 minutes on 2 cores; its fp32 exports are kept in --scratch (keyed by the data,
 the config and the folds), so a new quantization scheme only re-quantizes and re-scores them
 (minutes), and the out-of-fold probabilities are cached keyed by the scheme as well (a rerun
-for the same model is seconds). The rule's three pooled thresholds (exact, family, valence;
-`companion.engine.ackfit`) are then fitted, and the fitting (an inner CV choosing how strict to
-be on the fitting rows, then the thresholds) measured by an outer k-fold cross-validation on
-those probabilities (printed per fold); the final rule, fitted on all rows, is written to
-companion/data/acknowledge_rule.json with the model sha256 it belongs to. Rerun after any model
-rebuild: the tests fail while the rule belongs to another model.
+for the same model is seconds). The rule's four pooled thresholds (exact, family, valence,
+late family; `companion.engine.ackfit`) are then fitted, and the fitting (an inner CV choosing
+how strict to be on the fitting rows, then the thresholds) measured by an outer k-fold
+cross-validation on those probabilities (printed per fold); the final rule, fitted on all rows,
+is written to companion/data/acknowledge_rule.json with the model sha256 it belongs to. Rerun
+after any model rebuild: the tests fail while the rule belongs to another model.
 """
 
 from __future__ import annotations
