@@ -198,11 +198,27 @@ def _layer_norm(node, p: str, eps_name: str) -> list:
             mk("Add", [p + "ng", beta], [y], name=p + "beta")]  # fmt: skip
 
 
+def _key_pads(x: str) -> list:
+    """The Pad amounts that take the keys of `x` (scores, last axis) to the graph's key limit,
+    computed once for every layer. Clamped at 0, so a longer window fails loudly in the sum's
+    MatMul instead of being cropped."""
+    from onnx import helper
+
+    mk = helper.make_node
+    return [mk("Shape", [x], ["det_keys"], start=-1, name="det_keys"),
+            mk("Sub", ["det_max_tokens", "det_keys"], ["det_pad"], name="det_padn"),
+            mk("Max", ["det_pad", "det_zero"], ["det_pad0"], name="det_pad0"),
+            mk("Concat", ["det_zeros7", "det_pad0"], ["det_pads"], axis=0,
+               name="det_pads")]  # fmt: skip
+
+
 def _softmax(node, p: str) -> list:
-    """Softmax over the last axis (the keys, any length up to MAX_TOKENS) from bit-identical
-    ops. The sum is a MatMul with a constant ones vector over the keys zero-padded to MAX_TOKENS:
-    with a ones vector made at run time for the actual length (not prepacked) x86 and ARM sum
-    in different orders from 6 keys on."""
+    """Softmax over the last axis (the keys, up to the graph's key limit) from bit-identical
+    ops. The sum is a MatMul with a constant ones vector over the keys zero-padded to the limit
+    (`_key_pads`): with a ones vector made at run time for the actual length (not prepacked) x86
+    and ARM sum in different orders from 6 keys on. The limit is the encoder's window, not
+    MiniLM's 512 positions: the Pad writes limit/keys times the scores (a quarter as many at
+    128)."""
     from onnx import helper
 
     x, y = node.input[0], node.output[0]
@@ -210,10 +226,7 @@ def _softmax(node, p: str) -> list:
     return [mk("ReduceMax", [x], [p + "max"], axes=[-1], keepdims=1, name=p + "max"),
             mk("Sub", [x, p + "max"], [p + "sh"], name=p + "sub"),
             mk("Exp", [p + "sh"], [p + "e"], name=p + "exp"),
-            mk("Shape", [x], [p + "n"], start=-1, name=p + "shape"),
-            mk("Sub", ["det_max_tokens", p + "n"], [p + "pad"], name=p + "padn"),
-            mk("Concat", ["det_zeros7", p + "pad"], [p + "pads"], axis=0, name=p + "pads"),
-            mk("Pad", [p + "e", p + "pads"], [p + "ep"], name=p + "padded"),
+            mk("Pad", [p + "e", "det_pads"], [p + "ep"], name=p + "padded"),
             mk("MatMul", [p + "ep", "det_ones"], [p + "sum"], name=p + "sum"),
             mk("Div", [p + "e", p + "sum"], [y], name=p + "div")]  # fmt: skip
 
@@ -239,33 +252,79 @@ def _row_int8_gather(node, table, p: str) -> tuple[list, list]:
 
 
 def _merge_qkv(graph) -> None:
-    """Each layer's query, key and value MatMuls as one MatMul and a Split: quantized, the three
-    would share one DynamicQuantizeLinear, which onnxruntime fuses into MatMulIntegerToFloat,
-    whose results differ between x86 and ARM; one consumer fuses into DynamicQuantizeMatMul,
-    which gives the same bits on both."""
+    """Each layer's query, key and value MatMuls as one MatMul, one bias Add and a Split:
+    quantized, the three would share one DynamicQuantizeLinear, which onnxruntime fuses into
+    MatMulIntegerToFloat, whose results differ between x86 and ARM; with one consumer the
+    quantized MatMul stays a chain of ops that give the same bits on both."""
     import numpy as np
     from onnx import helper, numpy_helper
 
     weights = {i.name: i for i in graph.initializer}
     by_name = {n.name: n for n in graph.node}
     for i in range(len([n for n in graph.node if n.name.endswith("/query/MatMul")])):
-        parts = [by_name[f"/layers.{i}/{r}/MatMul"] for r in ("query", "key", "value")]
+        roles = ("query", "key", "value")
+        parts = [by_name[f"/layers.{i}/{r}/MatMul"] for r in roles]
+        adds = [by_name[f"/layers.{i}/{r}/Add"] for r in roles]  # bias + MatMul output
         w = np.concatenate([numpy_helper.to_array(weights[n.input[1]]) for n in parts], axis=1)
+        b = np.concatenate([numpy_helper.to_array(weights[n.input[0]]) for n in adds])
         name = f"/layers.{i}/qkv/MatMul"
-        graph.initializer.append(numpy_helper.from_array(w, f"layers.{i}.qkv.weight"))
+        graph.initializer.extend([numpy_helper.from_array(w, f"layers.{i}.qkv.weight"),
+                                  numpy_helper.from_array(b, f"layers.{i}.qkv.bias")])  # fmt: skip
         at = list(graph.node).index(parts[0])
-        for n in parts:
+        for n in parts + adds:
             graph.node.remove(n)
         mk = helper.make_node
-        qkv = name + "_output_0"
+        qkv, biased = name + "_output_0", f"/layers.{i}/qkv/Add_output_0"
         graph.node.insert(at, mk("MatMul", [parts[0].input[0], f"layers.{i}.qkv.weight"], [qkv],
                                  name=name))  # fmt: skip
-        graph.node.insert(at + 1, mk("Split", [qkv], [n.output[0] for n in parts], axis=-1,
+        graph.node.insert(at + 1, mk("Add", [f"layers.{i}.qkv.bias", qkv], [biased],
+                                     name=f"/layers.{i}/qkv/Add"))  # fmt: skip
+        graph.node.insert(at + 2, mk("Split", [biased], [n.output[0] for n in adds], axis=-1,
                                      name=name + "_split"))  # fmt: skip
 
 
-def deterministic(fp32: Path, dst: Path, keep_fp32: list[str]) -> Path:
-    """The candidate scheme with the same bits on x86 and ARM (see the module docstring)."""
+def _static_shapes(graph) -> None:
+    """The attention's head reshapes and score scale as constants (0 in a Reshape target copies
+    that axis): the export computes them per layer from Shape, Gather, Unsqueeze and Concat (about
+    25 small nodes a layer, a few microseconds each on every call). The values are the same:
+    [batch, keys, HEADS, HIDDEN / HEADS] for query, key and value, [batch, keys, HIDDEN] for the
+    heads' output (the only Reshape fed by a Transpose), sqrt(HIDDEN / HEADS) for the scale."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    head = HIDDEN // HEADS
+    graph.initializer.extend([
+        numpy_helper.from_array(np.array([0, 0, HEADS, head], np.int64), "det_heads_shape"),
+        numpy_helper.from_array(np.array([0, 0, HIDDEN], np.int64), "det_hidden_shape"),
+        numpy_helper.from_array(np.float32(head) ** np.float32(0.5), "det_head_scale"),
+    ])  # fmt: skip
+    made_by = {o: n for n in graph.node for o in n.output}
+    for n in graph.node:
+        if n.op_type == "Reshape" and n.name.startswith("/layers."):
+            fed_by_transpose = made_by[n.input[0]].op_type == "Transpose"
+            n.input[1] = "det_hidden_shape" if fed_by_transpose else "det_heads_shape"
+        elif n.op_type == "Div" and made_by.get(n.input[1], n).op_type == "Pow":
+            n.input[1] = "det_head_scale"
+    _prune(graph)
+
+
+def _prune(graph) -> None:
+    """Drop the nodes nothing reads any more (repeated: a dropped node can orphan its inputs)."""
+    outputs = {o.name for o in graph.output}
+    while True:
+        read = {i for n in graph.node for i in n.input} | outputs
+        dead = [n for n in graph.node if not any(o in read for o in n.output)]
+        if not dead:
+            return
+        for n in dead:
+            graph.node.remove(n)
+
+
+def deterministic(
+    fp32: Path, dst: Path, keep_fp32: list[str], max_tokens: int = MAX_TOKENS
+) -> Path:
+    """The candidate scheme with the same bits on x86 and ARM (see the module docstring), for
+    windows of at most `max_tokens` (the runtime's window: build.WINDOW)."""
     import tempfile
 
     import numpy as np
@@ -277,8 +336,9 @@ def deterministic(fp32: Path, dst: Path, keep_fp32: list[str]) -> Path:
     tables = {i.name: i for i in graph.initializer if i.name in ("word.weight", "position.weight")}
     graph.initializer.extend([
         numpy_helper.from_array(np.full((HIDDEN, 1), 1 / HIDDEN, np.float32), "det_mean"),
-        numpy_helper.from_array(np.ones((MAX_TOKENS, 1), np.float32), "det_ones"),
-        numpy_helper.from_array(np.array([MAX_TOKENS], np.int64), "det_max_tokens"),
+        numpy_helper.from_array(np.ones((max_tokens, 1), np.float32), "det_ones"),
+        numpy_helper.from_array(np.array([max_tokens], np.int64), "det_max_tokens"),
+        numpy_helper.from_array(np.zeros(1, np.int64), "det_zero"),
         numpy_helper.from_array(np.zeros(7, np.int64), "det_zeros7"),  # Pad: only the last axis
     ])  # fmt: skip
     nodes, fp32_nodes = [], []
@@ -290,6 +350,8 @@ def deterministic(fp32: Path, dst: Path, keep_fp32: list[str]) -> Path:
             nodes += _layer_norm(node, p, p + "e")
             fp32_nodes += [p + "mean", p + "var"]  # sums, not weights: never quantized
         elif node.op_type == "Softmax":
+            if not any(n.name == "det_keys" for n in nodes):
+                nodes += _key_pads(node.input[0])
             nodes += _softmax(node, p)
             fp32_nodes.append(p + "sum")
         elif node.op_type == "Gather" and node.input[0] in tables:
@@ -303,6 +365,7 @@ def deterministic(fp32: Path, dst: Path, keep_fp32: list[str]) -> Path:
     del graph.node[:]
     graph.node.extend(nodes)
     _merge_qkv(graph)
+    _static_shapes(graph)
     gathers = [n.name for n in nodes if n.op_type == "Gather"]  # token type: 2 rows, stays fp32
     with tempfile.TemporaryDirectory(dir=dst.parent) as tmp:
         det = Path(tmp) / "det.fp32.onnx"
@@ -344,7 +407,7 @@ def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
     if not fp32.exists():
         raise SystemExit(f"{fp32} is missing: run models/build.py (--folds 0) to make it")
     sys.path.insert(0, str(REPO / "models"))
-    from build import QUANT, quantize_fused
+    from build import QUANT, WINDOW, quantize_fused
 
     out.mkdir(parents=True, exist_ok=True)
     fused = fuse(fp32, out / "fused.fp32.onnx")
@@ -358,7 +421,7 @@ def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
         "int8 fused, 8-bit s8 (old)": quantize(fused, out / "fused.int8-s8.onnx",
                                                reduce_range=False),
         "int8 deterministic (candidate)": deterministic(fp32, out / "det.int8.onnx",
-                                                        QUANT["fp32"]),
+                                                        QUANT["fp32"], WINDOW),
     }  # fmt: skip
 
 

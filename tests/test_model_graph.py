@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -68,7 +69,10 @@ def _dims(value: int | memoryview) -> list[int]:
 @pytest.fixture(scope="module")
 def graph() -> dict:
     """Nodes (op type, name, inputs) and integer initializers of the shipped model."""
-    path = max(default_model_dir().glob("companion-empathy-*.onnx"))
+    return read_graph(max(default_model_dir().glob("companion-empathy-*.onnx")))
+
+
+def read_graph(path: Path) -> dict:
     model = memoryview(path.read_bytes())
     (graph_bytes,) = [v for f, v in fields(model) if f == 7 and isinstance(v, memoryview)]
     nodes, weights, names = [], {}, set()
@@ -128,7 +132,7 @@ def test_sidecar_switches_off_the_fusion_that_differs_and_the_runtime_obeys(
 
     meta = json.loads(graph["path"].with_name(graph["path"].name + ".json").read_text())
     off = meta["quantization"]["session"]["disabled_optimizers"]
-    assert off == ["MatMulIntegerToFloatFusion"]
+    assert off == ["MatMulIntegerToFloatFusion", "MatMulScaleFusion"]
     seen: list[dict] = []
     real = ort.InferenceSession
 
@@ -139,6 +143,55 @@ def test_sidecar_switches_off_the_fusion_that_differs_and_the_runtime_obeys(
     monkeypatch.setattr(ort, "InferenceSession", spy)
     Encoder.load(graph["path"])
     assert seen and seen[0].get("disabled_optimizers") == off
+
+
+def test_as_onnxruntime_runs_it_no_op_differs_by_cpu_and_the_shapes_are_constant(
+    graph: dict, tmp_path: Path
+) -> None:
+    """The graph after onnxruntime's own optimizations, with the sidecar's session options: the
+    fusions it would make are switched off (FusedMatMul would fold the attention's scale into
+    the scores' MatMul), and the head reshapes take constant shapes, not ones computed per
+    call from Shape/Gather/Concat (dozens of small nodes a layer, removed for speed)."""
+    import onnxruntime as ort
+
+    from companion.model.encode import disabled_optimizers
+
+    meta = json.loads(graph["path"].with_name(graph["path"].name + ".json").read_text())
+    opts = ort.SessionOptions()
+    opts.optimized_model_filepath = str(tmp_path / "runtime.onnx")
+    opts.log_severity_level = 3
+    ort.InferenceSession(str(graph["path"]), opts, providers=["CPUExecutionProvider"],
+                         disabled_optimizers=disabled_optimizers(meta))  # fmt: skip
+    ops = Counter(op for op, _, _ in read_graph(tmp_path / "runtime.onnx")["nodes"])
+    assert not (CPU_DEPENDENT | {"FusedMatMul"}) & set(ops), ops
+    assert ops["MatMulInteger"] == 24 and ops["Reshape"] == 24, ops
+    # one Shape for the keys' padding, two for the position ids, none per layer
+    assert ops["Shape"] <= 3 and ops["Concat"] <= 1, ops
+
+
+def test_a_window_longer_than_the_graph_takes_fails_loudly(graph: dict) -> None:
+    """The softmax sums pad the keys to the sidecar's window: a longer one must not be cropped
+    silently, and the runtime refuses to be configured for one."""
+    import onnxruntime as ort
+
+    from companion.errors import ModelError
+    from companion.model.encode import Encoder, EncoderConfig
+
+    meta = json.loads(graph["path"].with_name(graph["path"].name + ".json").read_text())
+    window = meta["window_tokens"]
+    enc = Encoder.load(graph["path"])
+    for n in (window, window + 1):
+        ids = np.full((1, n), 2154, np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids)}
+        if n == window:
+            emb, _ = enc._session.run(None, feeds)
+            assert np.isfinite(emb).all()
+        else:
+            with pytest.raises(ort.capi.onnxruntime_pybind11_state.Fail, match="det_sum"):
+                enc._session.run(None, feeds)
+    with pytest.raises(ModelError, match=f"window_tokens {window + 1} is outside"):
+        Encoder.load(graph["path"], EncoderConfig(window_tokens=window + 1))
+    assert Encoder.load(graph["path"], EncoderConfig(window_tokens=64)).window == 64
 
 
 def test_no_int8_weight_pair_can_saturate_avx2(graph: dict) -> None:

@@ -41,7 +41,7 @@ class TextEncoding:
 @dataclass(frozen=True)
 class EncoderConfig:
     threads: int | None = None  # intra-op threads; None = 1 (Pi-class, leaves a core for audio)
-    window_tokens: int | None = None  # None = the sidecar's window (128)
+    window_tokens: int | None = None  # None = the sidecar's window (128), also the maximum
     # Bounds the cost of a long turn: at most this many windows, evenly spread over the text
     # (a 2,000-word story takes 17 windows, ~2 s on one loaded x86 core; 6 take ~0.6 s).
     max_windows: int | None = None  # None = MAX_WINDOWS
@@ -156,7 +156,11 @@ class Encoder:
             )  # fmt: skip
         except Exception as exc:  # onnxruntime raises its own unnamed error types
             raise ModelError(f"onnxruntime cannot load {model_path}: {exc}") from exc
-        window = config.window_tokens or int(meta.get("window_tokens", 128))
+        limit = int(meta.get("window_tokens", 128))  # the graph takes no longer window
+        window = config.window_tokens or limit
+        if not 3 <= window <= limit:
+            raise ModelError(f"window_tokens {window} is outside 3..{limit}, the windows "
+                             f"{model_path.name} takes: use a value in that range")  # fmt: skip
         log.info(
             "loaded %s from %s (%d thread(s))", meta["name"], model_path, opts.intra_op_num_threads
         )
