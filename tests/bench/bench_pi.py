@@ -142,7 +142,7 @@ def encoder() -> None:
     results = []
     for tokens in (15, 40, 128):
         text = " ".join((words * 20)[: tokens * 2])
-        while len(enc.token_windows(text)[0]) > tokens:
+        while enc.token_windows(text).size > tokens:  # one window: a longer text makes more
             text = text.rsplit(" ", 1)[0]
         n = len(enc.token_windows(text)[0])
         enc.encode(text)
