@@ -91,12 +91,14 @@ def test_benchmark_counts_read_back_replies_as_heard() -> None:
     no_as_yes = [_row("confirm", "no", "value:0", "value:1")]
     # a right value, its "yes" heard: answer + reply
     assert simulate(item + heard_yes, always) == {"wrong_stored": 0, "turns_per_item": 2.0,
-                                                  "items": 1}  # fmt: skip
+                                                  "items": 1, "wrong_after_read_back": 0}  # fmt: skip
     # the "yes" never heard: asked again until the item gives up (3 answers, 3 replies)
     assert simulate(item + unheard_yes, always)["turns_per_item"] == 6.0
     # a wrong value whose "no" is heard as yes is stored wrong
     wrong = [_row("g", "four", "value:4", "value:5")]
     assert simulate(wrong + no_as_yes, always)["wrong_stored"] == 1
+    assert simulate(wrong + no_as_yes, always)["wrong_after_read_back"] == 1  # counted apart
+    assert simulate(wrong, lambda *a: False)["wrong_after_read_back"] == 0
     # no read-back: one turn
     assert simulate(item, lambda *a: False)["turns_per_item"] == 1.0
 
@@ -109,3 +111,43 @@ def test_confusable_phrases_are_read_back_however_sure() -> None:
         assert needs_confirmation("when_unsure", phrase.upper(), 0.999)
         assert not needs_confirmation("never", phrase, 0.999)
     assert not needs_confirmation("when_unsure", "five", max(THRESHOLD, 0.999))
+
+
+def _voice_rows(voice: str, sure_wrong: float = 0.0) -> list[dict]:
+    """Answers whose correctness the stability feature tells (30 right at 1.0, 10 wrong at
+    0.0), plus one wrong answer at stability `sure_wrong`; read-back replies heard right."""
+    rows = []
+    for i in range(41):
+        right = i < 30
+        stab = 1.0 if right else (sure_wrong if i == 40 else 0.0)
+        got = "value:4" if right else "value:5"
+        rows.append({"group": "g", "phrase": f"p{i}", "expected": "value:4", "got": got,
+                     "got_raw": got, "raw": "four" if right else "five", "text": "",
+                     "room": "clean", "snr": 35.0, "voice": voice, "conf": None,
+                     "features": [0.3, -0.2, stab, -5.0, 35.0]})  # fmt: skip
+    for truth in (0, 1):
+        rows.append({"group": "confirm", "phrase": "r", "expected": f"value:{truth}",
+                     "got": f"value:{truth}", "got_raw": f"value:{truth}", "raw": "r",
+                     "text": "r", "room": "clean", "snr": 35.0, "voice": voice,
+                     "conf": 0.9, "features": None})  # fmt: skip
+    return rows
+
+
+def test_read_back_threshold_is_chosen_by_leaving_each_tuning_voice_out() -> None:
+    from tests.bench.answer_corpus import TUNING_VOICES
+    from tests.bench.answer_tuning import CV_THRESHOLDS, cross_validate
+
+    a, b, c = sorted(TUNING_VOICES)[:3]
+    # Voice c has one wrong answer the others' confidence calls sure: only a threshold above
+    # its confidence keeps it from being stored unread.
+    rows = _voice_rows(a) + _voice_rows(b) + _voice_rows(c, sure_wrong=0.95)
+    cv = cross_validate(rows, 0.0, 0.0, with_confusable=False)
+    t = cv["threshold"]
+    assert t is not None and t > CV_THRESHOLDS[0]
+    table = cv["table"]
+    assert all(not any(table[x]["unread"].values()) for x in CV_THRESHOLDS if x >= t)
+    below = CV_THRESHOLDS[CV_THRESHOLDS.index(t) - 1]
+    assert table[below]["unread"] == {a: 0, b: 0, c: 1}  # what made the lower one unsafe
+    # Without that voice's sure mistake the lowest threshold is safe already.
+    easy = cross_validate(_voice_rows(a) + _voice_rows(b) + _voice_rows(c), 0.0, 0.0, False)
+    assert easy["threshold"] == CV_THRESHOLDS[0]
