@@ -115,11 +115,14 @@ def test_benchmark_counts_read_back_replies_as_heard() -> None:
     assert simulate(item, lambda *a: False)["turns_per_item"] == 1.0
 
 
-def test_confusable_phrases_are_read_back_however_sure() -> None:
-    from companion.engine.confirm import CONFUSABLE, THRESHOLD, needs_confirmation
+def test_confusable_phrases_are_read_back_however_sure(monkeypatch) -> None:
+    from companion.engine import confirm
+    from companion.engine.confirm import THRESHOLD, needs_confirmation
 
-    assert CONFUSABLE  # chosen on the corpus's tuning voices
-    for phrase in CONFUSABLE:
+    # The shipped set is chosen on the tuning voices (empty above THRESHOLD 0.96); the rule
+    # for any phrase the benchmark puts there:
+    monkeypatch.setattr(confirm, "CONFUSABLE", confirm.CONFUSABLE | {"calm", "not at all"})
+    for phrase in confirm.CONFUSABLE:
         assert needs_confirmation("when_unsure", phrase.upper(), 0.999)
         assert not needs_confirmation("never", phrase, 0.999)
     assert not needs_confirmation("when_unsure", "five", max(THRESHOLD, 0.999))
