@@ -102,8 +102,9 @@ def test_benchmark_counts_read_back_replies_as_heard() -> None:
     unheard_yes = [_row("confirm", "yes", "value:1", "unclear")]
     no_as_yes = [_row("confirm", "no", "value:0", "value:1")]
     # a right value, its "yes" heard: answer + reply
-    assert simulate(item + heard_yes, always) == {"wrong_stored": 0, "turns_per_item": 2.0,
-                                                  "items": 1, "wrong_after_read_back": 0}  # fmt: skip
+    assert simulate(item + heard_yes, always) == {
+        "wrong_stored": 0, "turns_per_item": 2.0, "items": 1,
+        "wrong_after_read_back": 0}  # fmt: skip
     # the "yes" never heard: asked again until the item gives up (3 answers, 3 replies)
     assert simulate(item + unheard_yes, always)["turns_per_item"] == 6.0
     # a wrong value whose "no" is heard as yes is stored wrong
