@@ -15,7 +15,7 @@ from companion.voice import confidence
 from companion.voice.audio import WavSink, WavSource
 from companion.voice.channels import VoiceChannel, VoiceSettings
 from companion.voice.listen import PocketsphinxFactory
-from tests.helpers.speech import ANSWER_VOCAB, pad, speech_pcm
+from tests.helpers.speech import ANSWER_VOCAB, pad, speech_pcm, with_noise
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 NUMBERS = Expectation("answer", ("one", "two", "three", "four", "five", "skip", "repeat"))
@@ -64,6 +64,17 @@ def test_read_back_grammar_has_no_hedge_that_sounds_like_no(sphinx) -> None:
 def test_read_back_replies_are_heard(sphinx, reply: str, meant: int) -> None:
     heard = hear(sphinx, reply, "en-us", 160, Expectation("answer", SPOKEN_YES_NO))
     assert answers.parse_yes_no(heard.text) == answers.Answer("value", meant)
+
+
+@pytest.mark.parametrize("voice", ["en-us", "en-029+m5"])
+def test_a_no_in_noise_is_heard_as_no(sphinx, voice: str) -> None:
+    # With "don't know" / "no idea" in the read-back grammar this "no" came out as neither.
+    sphinx.reset_adaptation()
+    pcm = with_noise(pad(speech_pcm("no", voice, 160), 0.6, 1.5), 20, seed=1)
+    ch = VoiceChannel(VoiceSettings(), WavSource.from_pcm(pcm), WavSink(),  # type: ignore[arg-type]
+                      recognizers=sphinx, sleep=lambda s: None, clock=lambda: EPOCH)  # fmt: skip
+    heard = ch.listen(Expectation("answer", SPOKEN_YES_NO))
+    assert answers.parse_yes_no(heard.text) == answers.Answer("value", 0)
 
 
 def test_not_sure_to_a_read_back_is_no_yes(sphinx) -> None:
