@@ -66,13 +66,14 @@ def test_read_back_replies_are_heard(sphinx, reply: str, meant: int) -> None:
     assert answers.parse_yes_no(heard.text) == answers.Answer("value", meant)
 
 
-@pytest.mark.parametrize("voice", ["en-us", "en-029+m5"])
-def test_a_no_in_noise_is_heard_as_no(sphinx, voice: str) -> None:
-    # With "don't know" / "no idea" in the read-back grammar this "no" came out as neither.
-    sphinx.reset_adaptation()
-    pcm = with_noise(pad(speech_pcm("no", voice, 160), 0.6, 1.5), 20, seed=1)
+@pytest.mark.parametrize(("voice", "snr"), [("en-us", 25), ("en-us-nyc+f5", 20)])
+def test_a_no_in_noise_is_heard_as_no(voice: str, snr: float) -> None:
+    # With "don't know" / "no idea" in the read-back grammar this "nope" was not heard. A
+    # fresh process: a reset recogniser that heard other clips first decodes differently.
+    pcm = with_noise(pad(speech_pcm("nope", voice, 160), 0.6, 1.5), snr, seed=1)
     ch = VoiceChannel(VoiceSettings(), WavSource.from_pcm(pcm), WavSink(),  # type: ignore[arg-type]
-                      recognizers=sphinx, sleep=lambda s: None, clock=lambda: EPOCH)  # fmt: skip
+                      recognizers=PocketsphinxFactory(), sleep=lambda s: None,
+                      clock=lambda: EPOCH)  # fmt: skip
     heard = ch.listen(Expectation("answer", SPOKEN_YES_NO))
     assert answers.parse_yes_no(heard.text) == answers.Answer("value", 0)
 
