@@ -1,12 +1,13 @@
 """A spoken-answer corpus the project makes itself: espeak-ng answers in clean and noisy rooms.
 
-    .venv/bin/python tests/bench/answer_corpus.py [--dir DIR]    # build (cached) and summarise
+    .venv/bin/python tests/bench/answer_corpus.py [--dir DIR] [--extra]  # build and summarise
 
 Every answer phrase of the default protocol's rating items (numbers, anchor words), plus
 skip, repeat, yes/no (the read-back) and unclear replies, spoken by 8 espeak-ng voices at 3
 rates, in three rooms: clean (a near-silent microphone floor, 50 dB down), 20 dB and 10 dB
 speech-to-noise with noise made here: babble (six overlapped espeak-ng talkers), fan
 (low-passed noise with mains hum) and TV (one talker, band-limited, with a music-like chord).
+`--extra`: more tuning material (4 other voices, none held out, and more unclear replies).
 Deterministic: the same clips, byte for byte, from the same espeak-ng. Clips are cached under
 $XDG_CACHE_HOME/companion-bench (never in the repository), keyed by a hash of the recipe.
 """
