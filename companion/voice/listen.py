@@ -37,9 +37,8 @@ _GARBAGE_WORDS = "zero one two three four five six eight ten".split()  # noqa: S
 # Hedges a participant says instead of an answer. As grammar alternatives they come out as
 # their own words, which the answer parser calls unclear (asked again); without them the
 # decoder forced "not sure" or "I don't know" onto "two" or "sure" (tuning voices). None
-# starts with "i": a phrase's "i" took the "-ive" of "five" while it was being said. "no
-# idea" and "maybe" (extra tuning voices) came out as "two", "say that again", "repeat";
-# "hmm" as a hedge did not help ("two" still) and is left out.
+# starts with "i": a phrase's "i" took the "-ive" of "five" while it was being said. "hmm"
+# stayed "two" as a hedge; "no idea" and "maybe" help (extra tuning voices).
 HEDGE_PHRASES = ("not sure", "don't know", "let me think", "no idea", "maybe")
 # Prior weight of the garbage path against the answers (a JSGF weight); a weight of 1e-4
 # or 1e-8 changed little on the tuning voices: the acoustic match decides.
@@ -373,9 +372,8 @@ class PocketsphinxFactory:
         return self._current
 
     def _sounds_like_an_answer(self, hedge: str, phrases: list[str]) -> bool:
-        # A hedge word said like an answer word spelt otherwise ("know" and "no"), or a hedge
-        # starting with a one-word answer ("no idea"), takes that answer: the read-back's
-        # "no" came out as "don't know" (unclear, asked again).
+        # A hedge word said like an answer word ("know", "no") or a hedge starting with one
+        # ("no idea") takes it: the read-back's "no" came out as "don't know" (asked again).
         answer_words = {w for p in phrases for w in p.split()}
         sounds = {self._dec.lookup_word(w) for w in answer_words}
         words = hedge.split()
