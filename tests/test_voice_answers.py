@@ -222,12 +222,18 @@ def test_an_unlikely_answer_is_not_heard_and_the_snr_is_in_the_confidence(cold) 
 
 
 def test_the_benchmark_tunes_on_half_the_voices_and_reports_the_other() -> None:
-    from tests.bench.answer_corpus import TUNING_VOICES, VOICES, half, recipe
+    from tests.bench.answer_corpus import EXTRA_VOICES, TUNING_VOICES, VOICES, half, recipe
 
     rows = recipe()
     tuning = [r for r in rows if half(str(r["voice"])) == "tuning"]
     held = [r for r in rows if half(str(r["voice"])) == "held-out"]
-    assert len(TUNING_VOICES) == len(VOICES) // 2 and tuning and held
+    assert len(TUNING_VOICES & set(VOICES)) == len(VOICES) // 2 and tuning and held
+    # The extra tuning clips: other voices (none held out), every grammar and room, more hedges.
+    extra = recipe(extra=True)
+    assert {r["voice"] for r in extra} == set(EXTRA_VOICES) <= TUNING_VOICES
+    assert not set(EXTRA_VOICES) & set(VOICES)
+    assert {(r["group"], r["room"]) for r in extra} == {(r["group"], r["room"]) for r in rows}
+    assert {r["expected"] for r in extra if r["phrase"] == "hmm"} == {"unclear"}
     assert not {r["voice"] for r in tuning} & {r["voice"] for r in held}
     for part in (tuning, held):  # every grammar and room in both halves
         assert {(r["group"], r["room"]) for r in part} == {(r["group"], r["room"]) for r in rows}

@@ -37,8 +37,9 @@ _GARBAGE_WORDS = "zero one two three four five six eight ten".split()  # noqa: S
 # Hedges a participant says instead of an answer. As grammar alternatives they come out as
 # their own words, which the answer parser calls unclear (asked again); without them the
 # decoder forced "not sure" or "I don't know" onto "two" or "sure" (tuning voices). None
-# starts with "i": a phrase's "i" took the "-ive" of "five" while it was being said.
-HEDGE_PHRASES = ("not sure", "don't know", "let me think")
+# starts with "i": a phrase's "i" took the "-ive" of "five" while it was being said. "hmm"
+# stayed "two" as a hedge; "no idea" and "maybe" help (extra tuning voices).
+HEDGE_PHRASES = ("not sure", "don't know", "let me think", "no idea", "maybe")
 # Prior weight of the garbage path against the answers (a JSGF weight); a weight of 1e-4
 # or 1e-8 changed little on the tuning voices: the acoustic match decides.
 GARBAGE_WEIGHT = 1.0
@@ -352,7 +353,8 @@ class PocketsphinxFactory:
             phrases = filter_vocabulary(vocabulary, self.knows, self.name)
             if phrases:
                 phrases += [h for h in HEDGE_PHRASES if h not in phrases
-                            and all(self.knows(w) for w in h.split())]  # fmt: skip
+                            and all(self.knows(w) for w in h.split())
+                            and not self._sounds_like_an_answer(h, phrases)]  # fmt: skip
                 used = {w for p in phrases for w in p.split()}
                 garbage = [w for w in _GARBAGE_WORDS if w not in used and self.knows(w)]
                 self._n += 1
@@ -368,6 +370,15 @@ class PocketsphinxFactory:
             self._dec, frozenset(garbage), self._frame_s, mode == "grammar", frozenset(phrases)
         )
         return self._current
+
+    def _sounds_like_an_answer(self, hedge: str, phrases: list[str]) -> bool:
+        # A hedge word said like an answer word ("know", "no") or a hedge starting with one
+        # ("no idea") takes it: the read-back's "no" came out as "don't know" (asked again).
+        answer_words = {w for p in phrases for w in p.split()}
+        sounds = {self._dec.lookup_word(w) for w in answer_words}
+        words = hedge.split()
+        return words[0] in phrases or any(
+            w not in answer_words and self._dec.lookup_word(w) in sounds for w in words)
 
     def _drop_old_grammar(self, new: str) -> None:
         # One grammar per turn: free the previous one so a month of turns does not pile up.

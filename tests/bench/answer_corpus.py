@@ -1,12 +1,13 @@
 """A spoken-answer corpus the project makes itself: espeak-ng answers in clean and noisy rooms.
 
-    .venv/bin/python tests/bench/answer_corpus.py [--dir DIR]    # build (cached) and summarise
+    .venv/bin/python tests/bench/answer_corpus.py [--dir DIR] [--extra]  # build and summarise
 
 Every answer phrase of the default protocol's rating items (numbers, anchor words), plus
 skip, repeat, yes/no (the read-back) and unclear replies, spoken by 8 espeak-ng voices at 3
 rates, in three rooms: clean (a near-silent microphone floor, 50 dB down), 20 dB and 10 dB
 speech-to-noise with noise made here: babble (six overlapped espeak-ng talkers), fan
 (low-passed noise with mains hum) and TV (one talker, band-limited, with a music-like chord).
+`--extra`: more tuning material (4 other voices, none held out, and more unclear replies).
 Deterministic: the same clips, byte for byte, from the same espeak-ng. Clips are cached under
 $XDG_CACHE_HOME/companion-bench (never in the repository), keyed by a hash of the recipe.
 """
@@ -43,7 +44,13 @@ VOICES = (
 )
 # Settings, thresholds and the confidence are chosen on the tuning voices only; the
 # benchmark reports the held-out voices apart (and the whole corpus).
-TUNING_VOICES = frozenset(VOICES[i] for i in (0, 1, 5, 6))
+# More tuning material (build_extra): voices that are none of the held-out ones, and more
+# unclear replies, so that choices made on the tuning voices meet the failure kinds the
+# held-out voices show (a hedge in babble heard as a number).
+EXTRA_VOICES = ("en-gb-x-gbclan", "en-gb-x-gbcwmd+f1", "en-029+m5", "en-us-nyc+f5")
+EXTRA_UNCLEAR = ("no idea", "hmm", "maybe", "i have no idea")
+EXTRA_VARIANTS = 2
+TUNING_VOICES = frozenset(VOICES[i] for i in (0, 1, 5, 6)) | frozenset(EXTRA_VOICES)
 RATES = (130, 160, 195)
 ROOMS = (("clean", None, None), ("20dB", 20.0, None), ("10dB", 10.0, None))
 NOISES = ("babble", "fan", "tv")
@@ -166,16 +173,19 @@ def mix(
     return np.clip(x + floor, -32768, 32767).astype(np.int16).tobytes()
 
 
-def recipe() -> list[dict[str, object]]:
+def recipe(extra: bool = False) -> list[dict[str, object]]:
+    """The main corpus, or (`extra`) the extra tuning clips: other voices, more hedges."""
     rows = []
     k = 0
+    voices = EXTRA_VOICES if extra else VOICES
     for group, item in groups().items():
-        for phrase in phrases(item):
+        more = list(EXTRA_UNCLEAR) if extra and item.type == "likert" else []
+        for phrase in phrases(item) + more:
             for room, snr, _ in ROOMS:
-                for _ in range(VARIANTS):
+                for _ in range(EXTRA_VARIANTS if extra else VARIANTS):
                     # every voice x rate pairing every 24 clips; noises rotate independently
-                    voice = VOICES[k % len(VOICES)]
-                    rate = RATES[(k // len(VOICES)) % len(RATES)]
+                    voice = voices[k % len(voices)]
+                    rate = RATES[(k // len(voices)) % len(RATES)]
                     noise = "floor" if snr is None else NOISES[(k + k // 24) % len(NOISES)]
                     rows.append(
                         {
@@ -198,9 +208,9 @@ def cache_root() -> Path:
     return Path(base) / "companion-bench"
 
 
-def build(directory: Path | None = None) -> list[Clip]:
-    """Make (or reuse) the corpus; returns its clips in a fixed order."""
-    rows = recipe()
+def build(directory: Path | None = None, extra: bool = False) -> list[Clip]:
+    """Make (or reuse) the corpus (`extra`: the extra tuning clips); clips in a fixed order."""
+    rows = recipe(extra)
     key = hashlib.sha256(json.dumps([RECIPE_VERSION, rows]).encode()).hexdigest()[:12]
     out = (directory or cache_root()) / f"answers-{key}"
     index = out / "index.json"
@@ -220,7 +230,7 @@ def build(directory: Path | None = None) -> list[Clip]:
         write_wav(path, pcm)
         clips.append(
             Clip(
-                f"{i:04d}",
+                f"x{i:04d}" if extra else f"{i:04d}",
                 str(r["group"]),
                 str(r["phrase"]),
                 str(r["expected"]),
@@ -246,8 +256,9 @@ def load_pcm(clip: Clip) -> bytes:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=None)
+    ap.add_argument("--extra", action="store_true", help="the extra tuning clips")
     args = ap.parse_args()
-    clips = build(args.dir)
+    clips = build(args.dir, args.extra)
     print(f"{len(clips)} clips in {Path(clips[0].path).parent}")
     for name, counter in (
         ("group", Counter(c.group for c in clips)),

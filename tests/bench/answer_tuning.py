@@ -40,7 +40,8 @@ def simulate(rows: list[dict], policy, max_reprompts: int = 2,
     the recogniser heard it. Only a reply heard as yes stores the value (Session.confirmed):
     a "no" heard as yes stores a wrong value, an unheard reply asks the item again. Returns
     wrong values stored and participant turns (read-back replies included) per item that
-    meant a value.
+    meant a value, and how many of the wrong values were stored after a read-back (a "no"
+    heard as yes: no read-back threshold prevents those).
     """
     by_key: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     replies: dict[tuple[str, int], list[dict]] = defaultdict(list)
@@ -58,7 +59,7 @@ def simulate(rows: list[dict], policy, max_reprompts: int = 2,
         used[(room, truth)] += 1
         return r["got"] == "value:1"
 
-    wrong = turns = items = stored = 0
+    wrong = turns = items = stored = confirmed_wrong = 0
     for key, variants in by_key.items():
         if key[0] == "confirm":
             continue
@@ -77,6 +78,7 @@ def simulate(rows: list[dict], policy, max_reprompts: int = 2,
                         if read_back_heard_yes(r["room"], got == r["expected"]):
                             stored += 1
                             wrong += got != r["expected"]
+                            confirmed_wrong += got != r["expected"]
                             break
                         unclear += 1
                     else:
@@ -94,7 +96,8 @@ def simulate(rows: list[dict], policy, max_reprompts: int = 2,
             if r["expected"].startswith("value:"):
                 items += 1
                 turns += n_turns
-    return {"wrong_stored": wrong, "turns_per_item": turns / max(items, 1), "items": items}
+    return {"wrong_stored": wrong, "turns_per_item": turns / max(items, 1), "items": items,
+            "wrong_after_read_back": confirmed_wrong}  # a "no" heard as yes  # fmt: skip
 
 
 def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
@@ -120,12 +123,15 @@ def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
     return out
 
 
-def calibrate(rows: list[dict]) -> tuple[float, list[float]]:
-    """Logistic regression (L2, gradient descent) of heard-right on the features, tuning voices."""
+def calibrate(rows: list[dict], voices: frozenset[str] | None = None) -> tuple[float, list[float]]:
+    """Logistic regression (L2, gradient descent) of heard-right on the features, tuning voices
+    (or only `voices`)."""
     import numpy as np
 
     gate = VoiceSettings().min_answer_snr_db  # answers in louder noise are never scored
-    fit = [r for r in rows if r["features"] and r["raw"] and half(r["voice"]) == "tuning"]
+    keep = voices if voices is not None else frozenset(r["voice"] for r in rows
+                                                       if half(r["voice"]) == "tuning")  # fmt: skip
+    fit = [r for r in rows if r["features"] and r["raw"] and r["voice"] in keep]
     fit = [r for r in fit if r["snr"] >= gate]
     X = np.array([r["features"] for r in fit], dtype=float)
     y = np.array([r["got_raw"] == r["expected"] for r in fit], dtype=float)
@@ -192,3 +198,78 @@ def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> Non
               + ", ".join(f"{x!r} {c['wrong']}/{sum(c.values())}" for x, c in sorted(often.items()))
               + f"; with them as CONFUSABLE: wrong stored {sim['wrong_stored']}, "
               f"turns/item {sim['turns_per_item']:.2f}")  # fmt: skip
+
+
+CV_THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99)
+
+
+def confusable_above(judged: list[dict], threshold: float) -> frozenset[str]:
+    """The heard phrases that were wrong at least once at or above `threshold`."""
+    return frozenset(r["text"] for r in judged
+                     if r["group"] != "confirm" and r["got"] != "unclear"
+                     and r["conf"] >= threshold and outcome(r) == "wrong")  # fmt: skip
+
+
+def rule(threshold: float, confusable: frozenset[str]):
+    """The read-back rule as the simulation calls it (confirm.needs_confirmation's logic)."""
+    def decide(g: str, v: int, c: float | None, x: str) -> bool:
+        return c is None or x in confusable or c < threshold
+
+    return decide
+
+
+def cross_validate(rows: list[dict], reject: float, reject_clean: float,
+                   with_confusable: bool = True) -> dict:  # fmt: skip
+    """Leave one tuning voice out: fit the confidence on the other tuning voices and, for each
+    read-back threshold, take as CONFUSABLE the phrases heard wrong above it there; simulate
+    the left-out voice. Chosen: the lowest threshold that, like every higher one, stores no wrong
+    value without a read-back on any left-out voice (None: none does; read every answer back).
+    Values stored after a "no" heard as yes are counted apart: no threshold prevents them."""
+    voices = sorted({r["voice"] for r in rows if half(r["voice"]) == "tuning"})
+    table: dict[float, dict] = {t: {"unread": {}, "read_back": {}, "turns": 0.0, "items": 0}
+                                for t in CV_THRESHOLDS}  # fmt: skip
+    for left in voices:
+        train_voices = frozenset(v for v in voices if v != left)
+        b, w = calibrate(rows, train_voices)
+        train = rejudge([r for r in rows if r["voice"] in train_voices], b, tuple(w),
+                        reject, reject_clean)  # fmt: skip
+        test = rejudge([r for r in rows if r["voice"] == left], b, tuple(w), reject, reject_clean)
+        for t in CV_THRESHOLDS:
+            conf = confusable_above(train, t) if with_confusable else frozenset()
+            sim = simulate(test, rule(t, conf))
+            table[t]["unread"][left] = sim["wrong_stored"] - sim["wrong_after_read_back"]
+            table[t]["read_back"][left] = sim["wrong_after_read_back"]
+            table[t]["turns"] += sim["turns_per_item"] * sim["items"]
+            table[t]["items"] += sim["items"]
+    for row in table.values():
+        row["turns_per_item"] = row["turns"] / max(1, row["items"])
+    # The lowest threshold from which on every higher one is safe too: what the most
+    # demanding left-out voice needs.
+    best = None
+    for t in reversed(CV_THRESHOLDS):
+        if any(table[t]["unread"].values()):
+            break
+        best = t
+    return {"table": table, "threshold": best}
+
+
+def show_cross_validation(rows: list[dict], reject: float, reject_clean: float) -> None:
+    """Print the leave-one-voice-out table, with and without CONFUSABLE phrases, and the rule
+    it chooses (CONFUSABLE then taken from every tuning voice, the confidence refitted)."""
+    for with_conf in (True, False):
+        cv = cross_validate(rows, reject, reject_clean, with_conf)
+        print(f"  leave one tuning voice out, {'with' if with_conf else 'no'} CONFUSABLE "
+              "(wrong stored on the left-out voices without / after a read-back):")  # fmt: skip
+        for t, row in cv["table"].items():
+            bad = {v: n for v, n in row["unread"].items() if n}
+            print(f"    THRESHOLD {t}: {sum(row['unread'].values())} {bad or ''} / "
+                  f"{sum(row['read_back'].values())}; turns/item {row['turns_per_item']:.2f}")
+        t = cv["threshold"]
+        if t is None:
+            print("    no threshold stores 0 without a read-back on every left-out voice")
+            continue
+        b, w = calibrate(rows)
+        judged = rejudge([r for r in rows if half(r["voice"]) == "tuning"], b, tuple(w),
+                         reject, reject_clean)  # fmt: skip
+        conf = confusable_above(judged, t) if with_conf else frozenset()
+        print(f"    chosen: THRESHOLD = {t}, CONFUSABLE = {sorted(conf)}")
