@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from companion.research.context import ROLES
 from companion.research.gazetteer import UK_AREAS, Gazetteer
 from companion.research.ner import Span
 
@@ -33,7 +34,7 @@ _PERSON_CUES = _set(
     "thank thanked visit hug hugged with for our poor dear "
     "little old "
     "law"  # "my brother in law trevor"
-)
+) | ROLES
 # Cues too common to make an English word a name ("with cancer"): only unknown words.
 _WEAK_CUES = _set("with for our poor dear")
 # After a title even an ordinary word is a name ("mr brown", "mister pickwick"); after a

@@ -44,6 +44,16 @@ RELATIONS = _set(
     "uncle boy girl lad lass eldest youngest kid baby twin law ex sweetheart boyfriend "
     "girlfriend lodger landlord landlady cleaner gardener doctor nurse vicar teacher"
 )
+# People known by their job, who come into a story with their name ("the physio kwame says",
+# "frank the milkman").
+ROLES = _set(
+    "physio physiotherapist chiropodist podiatrist postman postwoman postie milkman dentist "
+    "optician hairdresser barber receptionist minister priest pastor rabbi imam warden "
+    "midwife surgeon consultant gp plumber builder handyman electrician driver cabbie coach "
+    "instructor tutor caretaker butcher baker grocer chemist pharmacist window cleaner "
+    "gardener carer nurse vicar doctor teacher lodger landlord landlady neighbour neighbor "
+    "paperboy papergirl volunteer befriender counsellor therapist"
+)
 # What a person named as a sentence's subject does next ("my husband piers lives in ...").
 _DOES = _set(
     "is was has had lives lived live works worked plays played said says came comes goes "
@@ -97,7 +107,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         elif (
             prev in RELATIONS
             and any(w in _POSSESSIVE for w in raw[max(0, i - 4) : i - 1])
-            and nxt in _DOES
+            and (nxt in _DOES or nxt in ("from", "who") and word in gaz.people)
             and word not in _DOES
             and not (gaz.is_ordinary(word) and word.endswith(("ed", "ing")))
         ):
@@ -112,6 +122,15 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and len(word) > 2
         ):
             label = "PERSON"  # "benedict from the choir sings", "and olga who lives"
+        elif (
+            not prev
+            and nxt == "the"
+            and i + 2 < len(raw)
+            and raw[i + 2] in ROLES
+            and word in gaz.people
+            and len(word) > 2
+        ):
+            label = "PERSON"  # "frank the milkman used to"
         elif raw[i].endswith("'s") and nxt in RELATIONS and not common(word) and (
                 word in gaz.people or not gaz.is_ordinary(word)):  # fmt: skip
             label = "PERSON"  # "rosalie's husband"

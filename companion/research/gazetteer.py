@@ -106,7 +106,8 @@ class Gazetteer:
         if word in self.ordinary:
             return True
         for suffix, repl in _SUFFIXES:
-            if word.endswith(suffix) and word[: -len(suffix)] + repl in self.ordinary:
+            base = word[: -len(suffix)] + repl
+            if word.endswith(suffix) and len(base) > 2 and base in self.ordinary:  # not "de"+"s"
                 return True
         return False
 

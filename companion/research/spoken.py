@@ -19,6 +19,7 @@ _ORDINAL = (
     r"thirtieth|(?:twenty|thirty)[\s-](?:first|second|third|fourth|fifth|sixth|seventh|"
     r"eighth|ninth))"
 )
+_ORD_DIGITS = r"(?:\d{1,2}(?:st|nd|rd|th))"
 _MONTH = (
     r"(?:january|february|march|april|may|june|july|august|september|october|november|"
     r"december)"
@@ -132,7 +133,7 @@ SPOKEN_ADDRESS = re.compile(
     re.IGNORECASE,
 )
 _LIVED_ON = re.compile(
-    rf"\b(?:lived|live|living|moved|grew up)\s+(?:on|in|at|off|to)\s+"
+    rf"\b(?:lived|live|lives|living|moved|grew up|stays|stayed)\s+(?:on|in|at|off|to)\s+"
     rf"((?:{_NAME_WORD}\s+){{1,3}}{_STREET})\b",
     re.IGNORECASE,
 )
@@ -151,6 +152,34 @@ SPOKEN_POSTCODE = re.compile(
     re.IGNORECASE,
 )
 
+# "is ninety two now", "would have been seventy five", "lived to 101", "for my 80th": ages
+# said with what marks them as ages rather than counts.
+_AGE_OR_DIGITS = rf"(?:{AGE_NUMBER}|1[01]\d)"
+AGE_MARKED = re.compile(
+    rf"\b(?i:(?:is|was|'s|will be|'ll be|turns|turning)\s+({AGE_NUMBER})\s+(?:now|this year|"
+    r"next year|this month|next month|next week|today|tomorrow|on (?:\w+day|the \w+)|in \w+)\b"
+    rf"|would have been\s+({AGE_NUMBER})\b{NOT_AN_AGE}"
+    rf"|(?:lived|live|living|made it|make it)\s+to\s+(?:be\s+|the\s+(?:grand\s+)?(?:old\s+)?"
+    rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
+    rf"|(?:my|his|her|their|your|our)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENS}ieth|hundredth|"
+    rf"{_TENS}[\s-](?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|{_TEEN}th))\b"
+)
+# "the summer of seventy six", "christmas day nineteen ninety", "the third of the fifth",
+# "on 17.05": dates said in ways the patterns above miss.
+_SHORT = rf"(?:'?\d{{2}}|\d{{4}}|{_YEAR}|{_TENS}(?:[\s-]{_UNIT})?)"
+MORE_DATES = re.compile(
+    rf"\b(?i:the\s+(?:spring|summer|autumn|fall|winter)\s+of\s+{_SHORT}"
+    rf"|(?:christmas|boxing|new year'?s|valentine'?s|easter|bonfire|midsummer)"
+    rf"(?:\s+(?:day|eve|night))?\s+{_YEAR}"
+    rf"|the\s+(?:{_ORDINAL}|{_ORD_DIGITS})\s+of\s+the\s+(?:{_ORDINAL}|{_ORD_DIGITS}))\b"
+    rf"(?!\s+(?i:floor|time|row|house|door))"
+)
+ON_DAY = re.compile(
+    r"\b(?i:on|every|since|until|till|by|from|before|after)\s+"
+    r"((?:0?[1-9]|[12]\d|3[01])[./](?:0?[1-9]|1[0-2])|(?:0?[1-9]|1[0-2])[./](?:[12]\d|3[01]))"
+    r"\b(?![./,]\d)"
+)
+
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("ADDRESS", SPOKEN_ADDRESS),
     ("ADDRESS", SPOKEN_POSTCODE),
@@ -160,9 +189,11 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     *(("DATE", p) for p in SPOKEN_DATES),
     ("AGE", AGE),
     ("DATE", SHORT_YEAR),
+    ("DATE", MORE_DATES),
 ]
 GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("AGE", SAID_AGE),
     ("ADDRESS", _LIVED_ON),
     ("ADDRESS", _ON_STREET),
+    ("DATE", ON_DAY),
 ]  # the group is the span
