@@ -52,8 +52,22 @@ _NOT_PROPER = _set(
 
 _MOTION = _set(
     "went go goes going gone moved move flew fly drove drive sailed trip holiday holidays "
-    "back up down over out off emigrated retired travelled traveled"
+    "back up down over out off emigrated retired travelled traveled ferry train bus coach "
+    "flight plane boat ride trip journey cruise visit visiting way road"
 )
+# After "in"/"from" an ordinary word is a place it names ("in bath", "in reading and") only
+# at a clause's end, and never one of the nouns that follow "in" bare ("in bed", "in time").
+_CLAUSE_END = _set(
+    "and or but so to for with when where while on at in near last this that because then "
+    "until after before since which we i he she they it is was were are every each now"
+)
+_BARE_NOUNS = _set(
+    "bed time line college school work church hospital town university home hand love pain "
+    "trouble touch charge fact case use order general particular public private part front "
+    "place prison court class bits pieces tears debt hiding stock fashion season person "
+    "church chapel hall grad downtown san march may june august"
+)
+_IN_IDIOMS = _set("hope reading writing")  # "live in hope", "interested in reading"
 _OBJECTS = _set("my a an the his her their our your me him them it us some all this that")
 
 
@@ -95,12 +109,14 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
                     word in gaz.places
                     or not gaz.is_ordinary(word)
                     and len(word) > 3
-                    and (prev != "to" or prev2 in _MOTION)
+                    and (prev != "to" or prev2 in _MOTION or _from_before(found, i))
                 )  # not "to download"
                 and word not in _NOT_PROPER
                 and not common(word)
             )
         ):
+            name = True
+        if _plain_place(found, i, gaz):
             name = True
         if name and word not in _NOT_PROPER:
             chars[m.start()] = chars[m.start()].upper()
@@ -110,6 +126,25 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
             spans.append(Span(m.start(), m.start() + len(word), label))
         prev2, prev = prev, word
     return "".join(chars), spans
+
+
+def _from_before(found: list[re.Match[str]], i: int) -> bool:
+    """ "from fishguard to rosslare": a journey's end after its start."""
+    return any(m.group(0) == "from" for m in found[max(0, i - 4) : i - 1])
+
+
+def _plain_place(found: list[re.Match[str]], i: int, gaz: Gazetteer) -> bool:
+    """A GeoNames place that is also an English word, after "in"/"from"/"near" (or "to"
+    after a journey) and at a clause's end: "in bath", "moved to hope in derbyshire"."""
+    word = found[i].group(0)
+    prev = found[i - 1].group(0) if i else ""
+    prev2 = found[i - 2].group(0) if i > 1 else ""
+    nxt = found[i + 1].group(0) if i + 1 < len(found) else ""
+    cue = prev in ("in", "from", "near") or prev == "to" and (
+        prev2 in _MOTION or _from_before(found, i))  # fmt: skip
+    return (cue and word in gaz.place_names and word not in _BARE_NOUNS
+            and not (prev == "in" and word in _IN_IDIOMS)
+            and word not in _NOT_PROPER and (not nxt or nxt in _CLAUSE_END))  # fmt: skip
 
 
 _PETS = _set("dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise ")
@@ -169,6 +204,12 @@ def widen(
                 and not common(w) and w not in _PERSON_CUES
                 and w not in _NOT_PROPER and len(w) > 1)  # fmt: skip
 
+    def surname(i: int) -> bool:  # "my friend mark cook from the club": a surname, however common
+        w = _base(words[i].group(0)) if i < len(words) else ""
+        nxt = words[i + 1].group(0) if i + 1 < len(words) else ""
+        return (w in gaz.people and w not in _PERSON_CUES and w not in _NOT_PROPER
+                and len(w) > 2 and nxt in _AFTER_SURNAME)  # fmt: skip
+
     if lower:  # "maureen and I", "me and jean-claude" (the latter is a truecase cue)
         for i in range(len(words) - 2):
             w = _base(words[i].group(0))
@@ -180,13 +221,17 @@ def widen(
         start, end = span.start, span.end
         if span.label in ("PERSON", "PET") and (t := _TITLES.search(text[:start])):
             start = t.start()
+        elif span.label == "PERSON" and (t := _BARE_RELATION.search(text[:start])):
+            start = t.start(1)  # "a card from cousin Ingrid": the relation used as a title
         if lower and span.label == "PLACE":  # "new [york]", "north [berwick]"
             before = [m for m in words if m.end() <= start]
             if before and before[-1].group(0) in _PLACE_PREFIX:
                 start = before[-1].start()
         if lower and span.label in ("PERSON", "PLACE"):
             idx = [i for i, m in enumerate(words) if start <= m.start() < end]
-            if idx and idx[-1] + 1 < len(words) and unknown(idx[-1] + 1):
+            if idx and idx[-1] + 1 < len(words) and (
+                unknown(idx[-1] + 1) or span.label == "PERSON" and surname(idx[-1] + 1)
+            ):
                 end = words[idx[-1] + 1].start() + len(_base(words[idx[-1] + 1].group(0)))
             if idx and idx[0] > 0 and unknown(idx[0] - 1):
                 start = min(start, words[idx[0] - 1].start())
@@ -194,6 +239,11 @@ def widen(
     return out
 
 
+_BARE_RELATION = re.compile(
+    r"(?:^|\b(?!(?i:my|our|his|her|their|your|a|the|an)\b)[\w']+\s+)"
+    r"((?i:cousin|grandma|grandpa|granny|grandad|nana|nanna|nanny|gran|sister|brother)\s+)$"
+)
+_AFTER_SURNAME = _set("from who is was and says said has had lives lived came comes rang phoned")
 _PLACE_PREFIX = _set("new north south east west st saint great upper lower port fort mount san "
                      "santa los las la le isle")  # fmt: skip
 

@@ -124,6 +124,16 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             label = "PERSON"  # "benedict from the choir sings", "and olga who lives"
         elif (
             not prev
+            and word in gaz.people
+            and nxt in gaz.people
+            and nxt not in _NEVER
+            and i + 2 < len(raw)
+            and raw[i + 2] in ("from", "who")
+        ):
+            label = "PERSON"  # "victor shepherd from the british legion"
+            end = words[i + 1].end()
+        elif (
+            not prev
             and nxt == "the"
             and i + 2 < len(raw)
             and raw[i + 2] in ROLES
