@@ -50,6 +50,7 @@ _NOT_PROPER = _set(
 )
 
 
+_MONTHS = _set("april may june july august")  # the months that are also first names
 _MOTION = _set(
     "went go goes going gone moved move flew fly drove drive sailed trip holiday holidays "
     "back up down over out off emigrated retired travelled traveled ferry train bus coach "
@@ -116,9 +117,10 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
             )
         ):
             name = True
-        if _plain_place(found, i, gaz):
+        titled = prev in _TITLE_CUES and word in _MONTHS  # "auntie june", "aunt april"
+        if _plain_place(found, i, gaz) or titled:
             name = True
-        if name and word not in _NOT_PROPER:
+        if name and (word not in _NOT_PROPER or titled):
             chars[m.start()] = chars[m.start()].upper()
             label = gaz.label(word)
             if prev in _PLACE_CUES and word not in gaz.people:  # "to lanzarote", unknown
@@ -208,7 +210,7 @@ def widen(
         w = _base(words[i].group(0)) if i < len(words) else ""
         nxt = words[i + 1].group(0) if i + 1 < len(words) else ""
         return (w in gaz.people and w not in _PERSON_CUES and w not in _NOT_PROPER
-                and len(w) > 2 and nxt in _AFTER_SURNAME)  # fmt: skip
+                and len(w) > 2 and (nxt in _AFTER_SURNAME or i + 1 == len(words)))  # fmt: skip
 
     if lower:  # "maureen and I", "me and jean-claude" (the latter is a truecase cue)
         for i in range(len(words) - 2):

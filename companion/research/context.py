@@ -123,6 +123,24 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         ):
             label = "PERSON"  # "benedict from the choir sings", "and olga who lives"
         elif (
+            prev in ("", "and", "with", "to")
+            and nxt == "next"
+            and raw[i + 2 : i + 3] == ["door"]
+            and word in gaz.people
+            and len(word) > 2
+        ):
+            label = "PERSON"  # "pat next door has got a dog"
+        elif (
+            prev == "the"
+            and word.endswith("s")
+            and len(word) > 4
+            and (base := word[:-1]) in gaz.people
+            and not gaz.is_ordinary(base)
+            and not base.endswith("an")  # "the italians"
+            and not common(base)
+        ):
+            label = "PERSON"  # a family: "lunch with the hendersons"
+        elif (
             not prev
             and word in gaz.people
             and nxt in gaz.people
@@ -167,10 +185,12 @@ def _possessive_name(token: str, prev: str, gaz: Gazetteer, common: Callable[[st
     if token.endswith("s'"):
         word = token[:-2]
         return len(word) > 2 and word in gaz.people and not common(word) and word not in STOP
-    if not token.endswith("'s") or prev in STOP or prev in RELATIONS:
+    visit = prev in ("to", "at", "round", "from", "over")  # "went back to kath's"
+    if not token.endswith("'s") or prev in STOP and not visit or prev in RELATIONS:
         return False
     word = token[:-2]
-    return (len(word) > 2 and word in gaz.people and not common(word)
+    known = word in gaz.people or visit and not gaz.is_ordinary(word)
+    return (len(word) > 2 and known and not common(word)
             and word not in RELATIONS and word not in STOP)  # fmt: skip
 
 
