@@ -67,6 +67,24 @@ _DOES = _set(
 _SAYS = _set("said says told tells rang rings phoned came comes lives lived who is was has had")
 # ... and what may follow a name that is not a verb ("benedict from the choir", "olga who").
 _AFTER_NAME = _set("and who from at")
+# A first name that is also a word ("dawn", "frank", "violet") is a name between these:
+# someone you are with, talk to, give to, and what follows a person in a clause.
+_SOCIAL = _set("with for and ask asked told tell saw see met meet visit visited miss missed "
+               "thank thanked hug hugged invited took take help helped beside behind")
+_TALK_TO = _set(
+    "talking talked talk speaking spoke speak chatting chatted gave give given wrote write "
+    "written sent send said listen listened married engaged introduced next goodbye hello "
+    "sorry lent lend sold showed show sang waved posted belonged went round over"
+)
+_CLAUSE = _set(
+    "about on at and for to yesterday today tonight last this again who from is was said "
+    "says came rang when because in but so has had"
+)
+_BE = dict.fromkeys(("is", "was", "has", "had"), 1)
+_ACTS = dict.fromkeys("said says told tells rang rings phoned came comes lives lived".split(), 1)
+# Nouns that follow "with"/"for" as often as a name does ("with joy", "for love").
+_ABSTRACT = _set("love hope joy faith grace will charity patience mercy honor honour glory "
+                 "summer autumn may june april august destiny liberty harmony")
 _PETS = _set(
     "dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise goldfish guinea "
     "collie spaniel terrier labrador greyhound tom"
@@ -97,6 +115,13 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         label = ""
         if prev in ("him", "her", "it", "them") and prev2 in ("named", "called"):
             label = "PERSON"  # "we named her bella"
+        elif (
+            (prev in RELATIONS or prev in _PETS)
+            and prev2 in _POSSESSIVE | {"the"}
+            and raw[i - 3 : i - 2] in (["named"], ["called"])
+            and (word in gaz.people or not gaz.is_ordinary(word))
+        ):
+            label = "PET" if prev in _PETS else "PERSON"  # "we called the baby hope"
         elif prev == "named" or (prev == "called" and (
                 prev2 in ("is", "was", "were", "are", "be", "been") or prev2.endswith("'s")
                 or prev2 not in STOP and prev2 not in _PRONOUNS)):  # fmt: skip
@@ -108,7 +133,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             prev in RELATIONS
             and any(w in _POSSESSIVE for w in raw[max(0, i - 4) : i - 1])
             and (nxt in _DOES or nxt in ("from", "who") and word in gaz.people)
-            and word not in _DOES
+            and (word not in _DOES or word in gaz.first and nxt in _ACTS | _BE)  # "will is"
             and not (gaz.is_ordinary(word) and word.endswith(("ed", "ing")))
         ):
             label = "PERSON"  # "my daughter in law precious is from", "our boy tyrone plays"
@@ -118,7 +143,8 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and (
                 word in gaz.people or not gaz.is_ordinary(word) or not prev and nxt == "from"
             )  # opening a story: "quintus from the club"
-            and not common(word)
+            and (not common(word) or _ACTS.get(nxt) and word in gaz.first
+                 and word not in _ABSTRACT)  # "carol came round"  # fmt: skip
             and len(word) > 2
         ):
             label = "PERSON"  # "benedict from the choir sings", "and olga who lives"
@@ -159,6 +185,16 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and len(word) > 2
         ):
             label = "PERSON"  # "frank the milkman used to"
+        elif (
+            word in gaz.first
+            and len(word) > 2
+            and (prev in _SOCIAL and word not in _ABSTRACT or prev == "to" and prev2 in _TALK_TO)
+            and (nxt in _CLAUSE or i + 1 == len(raw) or _surname(raw, i + 1, gaz))
+            and not raw[i].endswith("'s")
+        ):
+            label = "PERSON"  # "a long chat with dawn on the phone", "talking to violet about"
+            if _surname(raw, i + 1, gaz):  # "and rose brown was there"
+                end = words[i + 1].end()
         elif raw[i].endswith("'s") and nxt in RELATIONS and not common(word) and (
                 word in gaz.people or not gaz.is_ordinary(word)):  # fmt: skip
             label = "PERSON"  # "rosalie's husband"
@@ -177,6 +213,12 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         if label:
             spans.append(Span(m.start(), end, label))
     return spans
+
+
+def _surname(raw: list[str], i: int, gaz: Gazetteer) -> bool:
+    """raw[i] is a known surname and a clause goes on after it."""
+    return (i + 1 < len(raw) and raw[i] in gaz.people and raw[i] not in _NEVER
+            and raw[i + 1] in _CLAUSE)  # fmt: skip
 
 
 def _possessive_name(token: str, prev: str, gaz: Gazetteer, common: Callable[[str], bool]) -> bool:
