@@ -229,6 +229,16 @@ def widen(
             before = [m for m in words if m.end() <= start]
             if before and before[-1].group(0) in _PLACE_PREFIX:
                 start = before[-1].start()
+        if not lower and span.label == "PERSON":  # "Winifred [Price]", "[Mateusz] Nowak"
+            idx = [i for i, m in enumerate(words) if start <= m.start() < end]
+            if idx and idx[0] > 0:
+                w = words[idx[0] - 1]
+                if _capital_name(w, text[w.end() : start], gaz):
+                    start = w.start()
+            if idx and idx[-1] + 1 < len(words):
+                w = words[idx[-1] + 1]
+                if _capital_name(w, text[end : w.start()], gaz):
+                    end = w.end()
         if lower and span.label in ("PERSON", "PLACE"):
             idx = [i for i, m in enumerate(words) if start <= m.start() < end]
             if idx and idx[-1] + 1 < len(words) and (
@@ -245,6 +255,14 @@ _BARE_RELATION = re.compile(
     r"(?:^|\b(?!(?i:my|our|his|her|their|your|a|the|an)\b)[\w']+\s+)"
     r"((?i:cousin|grandma|grandpa|granny|grandad|nana|nanna|nanny|gran|sister|brother)\s+)$"
 )
+def _capital_name(m: re.Match[str], gap: str, gaz: Gazetteer) -> bool:
+    """A capitalised word next to a name (only spaces between) that is a name too."""
+    word, base = m.group(0), _base(m.group(0))
+    return (gap.isspace() and word[0].isupper() and base in gaz.people
+            and base not in _NOT_PROPER and not word.isupper()
+            and base not in _PERSON_CUES)  # fmt: skip
+
+
 _AFTER_SURNAME = _set("from who is was and says said has had lives lived came comes rang phoned")
 _PLACE_PREFIX = _set("new north south east west st saint great upper lower port fort mount san "
                      "santa los las la le isle")  # fmt: skip
@@ -287,9 +305,12 @@ def typed_names(text: str, gaz: Gazetteer) -> list[Span]:
         if not word[0].isupper() or word.isupper() and len(word) > 1:
             continue
         before = text[: m.start()].rstrip()
-        if not before or before[-1] in ".!?\"'(:;\n":
-            continue  # a sentence's first word is capitalised anyway
         base = _base(word)
+        if not before or before[-1] in ".!?\"'(:;\n":
+            # a sentence's first word is capitalised anyway: a name only when it is no word
+            if gaz.is_name(base) and not gaz.is_ordinary(base) and base not in _NOT_PROPER:
+                spans.append(Span(m.start(), m.start() + len(base), gaz.label(base)))
+            continue
         if base in _NOT_PROPER or not (gaz.is_name(base) or not gaz.is_ordinary(base)):
             continue  # known as a name or place, or no English word at all ("Oduya")
         spans.append(Span(m.start(), m.start() + len(base), gaz.label(base)))
