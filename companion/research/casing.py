@@ -149,7 +149,11 @@ def _plain_place(found: list[re.Match[str]], i: int, gaz: Gazetteer) -> bool:
             and word not in _NOT_PROPER and (not nxt or nxt in _CLAUSE_END))  # fmt: skip
 
 
-_PETS = _set("dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise ")
+_PETS = _set(
+    "dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise spaniel labrador "
+    "terrier collie poodle alsatian greyhound whippet retriever beagle dachshund westie "
+    "tabby moggy pup lurcher jackdaw goldfish"
+)
 # After "our dog": words that are not its name (verbs and function words a story puts there).
 _NOT_PET_NAMES = _set(
     "next door died had has was is ran runs run sleeps slept barked barks got gets went goes "

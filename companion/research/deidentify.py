@@ -367,7 +367,7 @@ def redactor_for(names: Iterable[str | None], ner: Pipeline | None = None) -> Re
     # a bare three-letter stem only when it is rare ("zel").
     short -= _ordinary() | context.STOP | {n.lower() for n in out}
     if gazetteer is not None:
-        short = {w for w in short if len(w) == 3 or not gazetteer.is_ordinary(w)}
+        short = {w for w in short if len(w) == 3 or w not in gazetteer.ordinary}
     ordered = tuple(sorted(out, key=len, reverse=True))
     return Redactor(ordered, ner, gazetteer, short=tuple(sorted(short, key=len, reverse=True)))
 
