@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from companion.research.context import ROLES
+from companion.research.context import ROLES, STOP
 from companion.research.gazetteer import UK_AREAS, Gazetteer
 from companion.research.ner import Span
 
@@ -47,6 +47,9 @@ _NOT_PROPER = _set(
     "thursday friday saturday january february march april may june july august september "
     "october november december english british american irish scottish welsh french german "
     "spanish italian christian muslim jewish catholic bible ok okay tv "
+    # contractions typed or recognised without their apostrophe
+    "im ive id ill dont cant didnt wont isnt wasnt thats theres youre hes shes theyre whats "
+    "lets couldnt wouldnt shouldnt doesnt havent hasnt arent werent alot omg lol"
 )
 
 
@@ -108,6 +111,8 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
                 prev in _PLACE_CUES
                 and (
                     word in gaz.places
+                    and word not in _BARE_NOUNS
+                    and (prev != "to" or not gaz.is_ordinary(word) or prev2 in _MOTION)
                     or not gaz.is_ordinary(word)
                     and len(word) > 3
                     and (prev != "to" or prev2 in _MOTION or _from_before(found, i))
@@ -144,7 +149,7 @@ def _plain_place(found: list[re.Match[str]], i: int, gaz: Gazetteer) -> bool:
     nxt = found[i + 1].group(0) if i + 1 < len(found) else ""
     cue = prev in ("in", "from", "near") or prev == "to" and (
         prev2 in _MOTION or _from_before(found, i))  # fmt: skip
-    return (cue and word in gaz.place_names and word not in _BARE_NOUNS
+    return (cue and word in gaz.place_names and word not in _BARE_NOUNS and word not in STOP
             and not (prev == "in" and word in _IN_IDIOMS)
             and word not in _NOT_PROPER and (not nxt or nxt in _CLAUSE_END))  # fmt: skip
 
@@ -185,6 +190,7 @@ def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
         named = bool(after) and (after[0].endswith("ed") or after[0] in _PAST)
         if (
             word not in _NOT_PET_NAMES
+            and word not in STOP
             and not word.endswith(("ed", "n't"))
             and (
                 named
