@@ -164,14 +164,15 @@ class Redactor:
                 found += _lower_names(text)
             upper = text.upper()  # ids and groups as a recogniser writes them: "qq123456c"
             found += [Span(m.start(), m.end(), "ID") for p in (ID, GROUPED_ID)
-                      for m in p.finditer(upper)]  # fmt: skip
+                      for m in p.finditer(upper)
+                      if m.group(0).split()[0].lower() not in context.STOP]  # "in 1948"
             found += [Span(m.start(), m.end(), "EMAIL") for m in LOST_DOTS.finditer(text)]
         found += [Span(m.start(1), m.end(1), "PERSON") for m in _BIRTHDAY.finditer(text)
                   if _birthday_name(text, m)]  # fmt: skip
         for label, pattern in (*spoken.GROUPED, ("AGE", RELATIVE_AGE)):
             found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
         for m in spoken.AGE_MARKED.finditer(text):  # one of its alternatives' groups
-            g = next(i for i in range(1, 5) if m.group(i))
+            g = next(i for i in range(1, 7) if m.group(i))
             found.append(Span(m.start(g), m.end(g), "AGE"))
         for name in (*self.names, *sorted(self.learned), *self.short):
             rx = rf"\b{re.escape(name)}(?:'s)?\b"

@@ -162,7 +162,9 @@ AGE_MARKED = re.compile(
     rf"|(?:lived|live|living|made it|make it)\s+to\s+(?:be\s+|the\s+(?:grand\s+)?(?:old\s+)?"
     rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
     rf"|(?:my|his|her|their|your|our)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENS}ieth|hundredth|"
-    rf"{_TENS}[\s-](?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|{_TEEN}th))\b"
+    rf"{_TENS}[\s-](?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|{_TEEN}th)"
+    rf"|\bat\s+({_TENS}(?:[\s-]{_UNIT})?)(?!\s+(?:past|to|minutes|{_UNITS})\b)"
+    rf"|(?:girl|boy|lad|lass|child|kid|man|woman|youngster|baby) of\s+({AGE_NUMBER}))\b"
 )
 # "the summer of seventy six", "christmas day nineteen ninety", "the third of the fifth",
 # "on 17.05": dates said in ways the patterns above miss.
@@ -171,7 +173,9 @@ MORE_DATES = re.compile(
     rf"\b(?i:the\s+(?:spring|summer|autumn|fall|winter)\s+of\s+{_SHORT}"
     rf"|(?:christmas|boxing|new year'?s|valentine'?s|easter|bonfire|midsummer)"
     rf"(?:\s+(?:day|eve|night))?\s+{_YEAR}"
-    rf"|the\s+(?:{_ORDINAL}|{_ORD_DIGITS})\s+of\s+the\s+(?:{_ORDINAL}|{_ORD_DIGITS}))\b"
+    rf"|the\s+(?:{_ORDINAL}|{_ORD_DIGITS})\s+of\s+the\s+(?:{_ORDINAL}|{_ORD_DIGITS})"
+    rf"|(?<=on\s)the\s+(?:{_ORDINAL}|{_ORD_DIGITS})(?=\s+(?:at|and|i|we|he|she|they|for|so|"
+    r"when|but|this|next|last|in|is|was)\b|\s*$))\b"
     rf"(?!\s+(?i:floor|time|row|house|door))"
 )
 ON_DAY = re.compile(
