@@ -228,6 +228,8 @@ def widen(
             if (words[i + 1].group(0) == "and" and words[i + 2].group(0) in ("i", "I")
                     and not common(w) and w not in _NOT_PROPER and len(w) > 2):  # fmt: skip
                 spans = [*spans, Span(words[i].start(), words[i].start() + len(w), "PERSON")]
+    if lower:  # "siobhan and declan", "ranjit and gurpreet": names joined by "and"
+        spans = spans + _joined(words, spans, unknown)
     out = []
     for span in spans:
         start, end = span.start, span.end
@@ -265,6 +267,24 @@ _BARE_RELATION = re.compile(
     r"(?:^|\b(?!(?i:my|our|his|her|their|your|a|the|an)\b)[\w']+\s+)"
     r"((?i:cousin|grandma|grandpa|granny|grandad|nana|nanna|nanny|gran|sister|brother)\s+)$"
 )
+def _joined(words: list[re.Match[str]], spans: list[Span], nameish: Callable[[int], bool]
+            ) -> list[Span]:  # fmt: skip
+    """The word on the other side of "and" from a name, when it may be a name too."""
+    starts = {s.start: s for s in spans if s.label == "PERSON"}
+    ends = {s.end for s in spans if s.label == "PERSON"}
+    out = []
+    for i in range(1, len(words) - 1):
+        if words[i].group(0) != "and":
+            continue
+        before, after = words[i - 1], words[i + 1]
+        end_before = before.start() + len(_base(before.group(0)))
+        if end_before in ends and nameish(i + 1) and after.start() not in starts:
+            out.append(Span(after.start(), after.start() + len(_base(after.group(0))), "PERSON"))
+        if after.start() in starts and nameish(i - 1) and end_before not in ends:
+            out.append(Span(before.start(), end_before, "PERSON"))
+    return out
+
+
 def _capital_name(m: re.Match[str], gap: str, gaz: Gazetteer) -> bool:
     """A capitalised word next to a name (only spaces between) that is a name too."""
     word, base = m.group(0), _base(m.group(0))

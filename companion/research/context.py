@@ -80,6 +80,8 @@ _CLAUSE = _set(
     "about on at and for to yesterday today tonight last this again who from is was said "
     "says came rang when because in but so has had"
 )
+_UNKNOWN_DOES = _set("said says told rang rings phoned came comes popped has is was lives lived "
+                     "moved married died texted visited brought")
 _BE = dict.fromkeys(("is", "was", "has", "had"), 1)
 _ACTS = dict.fromkeys("said says told tells rang rings phoned came comes lives lived".split(), 1)
 # Nouns that follow "with"/"for" as often as a name does ("with joy", "for love").
@@ -195,6 +197,15 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             label = "PERSON"  # "a long chat with dawn on the phone", "talking to violet about"
             if _surname(raw, i + 1, gaz):  # "and rose brown was there"
                 end = words[i + 1].end()
+        elif (
+            nxt in _UNKNOWN_DOES
+            and len(word) > 3
+            and not gaz.is_ordinary(word)
+            and not gaz.is_name(word)
+            and not common(word)
+            and prev not in _POSSESSIVE | {"the", "a", "an"}
+        ):
+            label = "PERSON"  # a word no list knows, doing what people do: "oluwaseun is coming"
         elif raw[i].endswith("'s") and nxt in RELATIONS and not common(word) and (
                 word in gaz.people or not gaz.is_ordinary(word)):  # fmt: skip
             label = "PERSON"  # "rosalie's husband"
