@@ -244,13 +244,13 @@ def widen(
         if not lower and span.label == "PERSON":  # "Winifred [Price]", "[Mateusz] Nowak"
             idx = [i for i, m in enumerate(words) if start <= m.start() < end]
             if idx and idx[0] > 0:
-                w = words[idx[0] - 1]
-                if _capital_name(w, text[w.end() : start], gaz):
-                    start = w.start()
+                nb = words[idx[0] - 1]
+                if _capital_name(nb, text[nb.end() : start], gaz):
+                    start = nb.start()
             if idx and idx[-1] + 1 < len(words):
-                w = words[idx[-1] + 1]
-                if _capital_name(w, text[end : w.start()], gaz):
-                    end = w.end()
+                nb = words[idx[-1] + 1]
+                if _capital_name(nb, text[end : nb.start()], gaz):
+                    end = nb.end()
         if lower and span.label in ("PERSON", "PLACE"):
             idx = [i for i, m in enumerate(words) if start <= m.start() < end]
             if idx and idx[-1] + 1 < len(words) and (

@@ -82,8 +82,8 @@ _CLAUSE = _set(
 )
 _UNKNOWN_DOES = _set("said says told rang rings phoned came comes popped has is was lives lived "
                      "moved married died texted visited brought")
-_BE = dict.fromkeys(("is", "was", "has", "had"), 1)
-_ACTS = dict.fromkeys("said says told tells rang rings phoned came comes lives lived".split(), 1)
+_BE = _set("is was has had")
+_ACTS = _set("said says told tells rang rings phoned came comes lives lived")
 # Nouns that follow "with"/"for" as often as a name does ("with joy", "for love").
 _ABSTRACT = _set("love hope joy faith grace will charity patience mercy honor honour glory "
                  "summer autumn may june april august destiny liberty harmony")
@@ -145,7 +145,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and (
                 word in gaz.people or not gaz.is_ordinary(word) or not prev and nxt == "from"
             )  # opening a story: "quintus from the club"
-            and (not common(word) or _ACTS.get(nxt) and word in gaz.first
+            and (not common(word) or nxt in _ACTS and word in gaz.first
                  and word not in _ABSTRACT)  # "carol came round"  # fmt: skip
             and len(word) > 2
         ):

@@ -29,7 +29,7 @@ from companion.research import context, intros, spoken
 from companion.research.casing import pet_names, place_phrases, truecase, typed_names, widen
 from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
-from companion.research.landmarks import landmarks, with_the
+from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
 
 SALT_NAME = "export_salt"
@@ -217,7 +217,6 @@ class Redactor:
         found = [self.spans(text, lower_rules=False) for text in texts]
         views = []
         for text, spans in zip(texts, found, strict=True):
-            spans += landmarks(text, gaz)
             if any(c.isupper() for c in text):
                 spans += typed_names(text, gaz)
                 views.append(text)
@@ -232,21 +231,13 @@ class Redactor:
             if view is not text:  # no capitals: a guess on words left lower case is weak
                 entities = [e for e in entities if not _all_ordinary(view, e, gaz)]
             spans += entities
-        return [with_the(text, _places_first(text, widen(text, spans, gaz, _common), gaz))
+        return [with_places(text, widen(text, spans, gaz, _common), gaz)
                 for text, spans in zip(texts, found, strict=True)]  # fmt: skip
 
     def redact(self, text: str | None, use_ner: bool = True) -> str | None:
         if not text:
             return text
         return apply_spans(text, self.spans_many([text], use_ner)[0])
-
-
-def _places_first(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
-    """A person found inside a named place ("the [Norwegian] fjords") is part of the place."""
-    places = landmarks(text, gaz)
-    inside = [s for s in spans if s.label == "PERSON"
-              and any(p.start <= s.start and s.end <= p.end for p in places)]  # fmt: skip
-    return [s for s in spans if s not in inside]
 
 
 @lru_cache(maxsize=1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
 
@@ -33,11 +34,7 @@ _NAME_KIND = re.compile(
     r"estuary|coast|riviera|fjords|alps|highlands|lakes|broads|falls|gorge|national park|"
     r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens)\b"
 )
-_NOT_A_NAME = frozenset(
-    "the a an my our his her their your this that these those of and or to in on at by for "
-    "with from into all some old new big little same other first last next north south east "
-    "west upper lower great high low long".split()
-)
+_NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
 
 
 def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
@@ -68,10 +65,15 @@ def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
 _THE = re.compile(r"\b(?i:the)\s+$")
 
 
-def with_the(text: str, spans: list[Span]) -> list[Span]:
-    """Places with the "the" before them ("the philippines", "the Gambia"): part of the name."""
+def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
+    """`spans` with the named places added: a person found inside one is part of it ("the
+    [Norwegian] fjords"), and a place takes the "the" before it ("the philippines")."""
+    places = landmarks(text, gaz)
     out = []
-    for span in spans:
+    for span in spans + places:
+        if span.label == "PERSON" and any(p.start <= span.start and span.end <= p.end
+                                          for p in places):  # fmt: skip
+            continue
         if span.label == "PLACE" and (m := _THE.search(text, 0, span.start)):
             span = Span(m.start(), span.end, span.label)
         out.append(span)
