@@ -120,7 +120,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         elif (
             (prev in RELATIONS or prev in _PETS)
             and prev2 in _POSSESSIVE | {"the"}
-            and raw[i - 3 : i - 2] in (["named"], ["called"])
+            and raw[i - 3 : i - 2] in (["named"], ["called"], ["christened"])
             and (word in gaz.people or not gaz.is_ordinary(word))
         ):
             label = "PET" if prev in _PETS else "PERSON"  # "we called the baby hope"
