@@ -140,7 +140,7 @@ _LIVED_ON = re.compile(
 # "the house on marigold lane": a named street after a preposition (not "down the lane", and
 # not the words that are more often no street: "way", "place", "hill", "view").
 _ON_STREET = re.compile(
-    rf"\b(?:on|in|at|off|along|down|up|near|from|round|to|of)\s+"
+    rf"\b(?:on|in|at|off|along|down|up|near|from|round|to|of|called)\s+"
     rf"((?:{_NAME_WORD}\s+){{1,2}}(?:street|road|avenue|lane|drive|close|crescent|grove|"
     r"terrace|gardens|mews|parade|cottage|farm|lodge|manor|grange))\b",
     re.IGNORECASE,
