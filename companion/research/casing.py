@@ -71,7 +71,13 @@ _BARE_NOUNS = _set(
     "place prison court class bits pieces tears debt hiding stock fashion season person "
     "church chapel hall grad downtown san march may june august"
 )
-_IN_IDIOMS = _set("hope reading writing")  # "live in hope", "interested in reading"
+_IN_IDIOMS = _set("hope")  # "we live in hope"
+# A place that is also a verb's -ing form ("reading", "barking") only after living or working
+# in it: "studying in reading", not "interested in reading".
+_LIVING = _set(
+    "live lives lived living born grew up study studies studied studying work works worked "
+    "working stay stays stayed staying settled based raised buried married house flat school"
+)
 _OBJECTS = _set("my a an the his her their our your me him them it us some all this that")
 
 
@@ -151,6 +157,7 @@ def _plain_place(found: list[re.Match[str]], i: int, gaz: Gazetteer) -> bool:
         prev2 in _MOTION or _from_before(found, i))  # fmt: skip
     return (cue and word in gaz.place_names and word not in _BARE_NOUNS and word not in STOP
             and not (prev == "in" and word in _IN_IDIOMS)
+            and not (prev == "in" and word.endswith("ing") and prev2 not in _LIVING)
             and word not in _NOT_PROPER and (not nxt or nxt in _CLAUSE_END))  # fmt: skip
 
 
