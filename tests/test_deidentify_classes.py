@@ -80,6 +80,11 @@ def test_common_short_forms_are_not_redacted() -> None:
         ("my birthday is the ninth of the tenth", "the ninth of the tenth"),
         ("He rings every year on 24.12 without fail.", "24.12"),
         ("she lives on magnolia way near the school", "magnolia way"),
+        ("my grandson is studying in reading this year", "reading"),
+        # contact details read out in other ways
+        ("it is oh one six one and then four nine six oh two two", "oh one six one four nine"),
+        ("write to bernie at quayle family dot co dot uk", "quayle family co uk"),
+        ("we lived at flat two, nine mill street", "flat two nine mill street"),
     ],
 )
 def test_found(redactor: Redactor, text: str, gone: str) -> None:

@@ -37,7 +37,8 @@ _YEAR = (
 # "plus" ("plus four four seven ...").
 _GROUP = rf"(?:{_DIGIT}|{_TEEN}|{_TENS}|hundred|thousand)"
 SPOKEN_DIGITS = re.compile(
-    rf"(?<![\w'])(?:plus\s+)?(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_GROUP}){{5,}}\b"
+    rf"(?<![\w'])(?:plus\s+)?(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}"
+    rf"(?:(?:[\s,-]+|\s+(?:and\s+)?then\s+){_GROUP}){{5,}}\b"  # "... one two one and then four"
     r"(?:\s+(?![ai]\b)[a-z]\b)?",
     re.IGNORECASE,
 )
@@ -57,7 +58,7 @@ _PROVIDERS = (
 )
 SPOKEN_EMAIL = re.compile(
     rf"(?<![\w']){_LOCAL}(?:\s+{_JOIN}\s+{_WORD}|\s+{_LOCAL}){{0,4}}\s+(?:at|@)\s+"
-    rf"(?:{_WORD}(?:\s+(?:dash|hyphen)\s+{_WORD})*(?:\s+dot\s+(?!dot\b){_WORD})+"
+    rf"(?:{_WORD}(?:\s+(?:(?:dash|hyphen)\s+)?{_WORD}){{0,2}}(?:\s+dot\s+(?!dot\b){_WORD})+"
     rf"|(?:{_PROVIDERS})\b(?:\s+(?:com|co uk|net|org)\b)?)",
     re.IGNORECASE,
 )
@@ -127,7 +128,7 @@ _FUNCTION = (
 )
 _NAME_WORD = rf"(?!{_FUNCTION}\b)[a-z][\w'-]*"
 SPOKEN_ADDRESS = re.compile(
-    rf"\b(?:(?:flat|apartment)\s+(?:{_NUMBER}|\d{{1,3}}|[a-z])\s+)?(?:number\s+)?"
+    rf"\b(?:(?:flat|apartment)\s+(?:{_NUMBER}|\d{{1,3}}|[a-z]),?\s+)?(?:number\s+)?"
     rf"(?:{_NUMBER}(?:[\s-]{_UNIT})?|\d{{1,4}})(?:\s+[a-h](?=\s))?\s+"
     rf"(?:{_NAME_WORD}\s+|the\s+){{1,3}}{_STREET}\b",
     re.IGNORECASE,
