@@ -68,6 +68,8 @@ def test_common_short_forms_are_not_redacted() -> None:
         ("my husband des always says that", "des"),
         ("We had a card from cousin Agnieszka today.", "cousin Agnieszka"),
         ("Winifred Hargreaves was my best friend.", "Winifred Hargreaves"),
+        ("Joy and I went to the panto.", "Joy"),
+        ("Dot from the chapel brought me some rhubarb.", "Dot"),
         # ages and dates said in other ways
         ("my friend is ninety one now and still drives", "ninety one"),
         ("my mother would have been a hundred this year", "a hundred"),

@@ -333,6 +333,12 @@ def _after_cue(before: list[str]) -> bool:
     return bool(before) and (before[-1] in _PLACE_CUES or before[-1] == "on")
 
 
+_FOLLOWS_PERSON = re.compile(
+    r"(?:'s)?\s+(?:and (?:I|me)\b|from\b|said|says|rang|rings|phoned|came|comes|told|tells|"
+    r"popped|next door|who\b|has been|had a|passed away|died)"
+)
+
+
 def typed_names(text: str, gaz: Gazetteer) -> list[Span]:
     """Capitalised words inside a sentence that the gazetteer knows as names or places, or
     that are no English word."""
@@ -344,8 +350,11 @@ def typed_names(text: str, gaz: Gazetteer) -> list[Span]:
         before = text[: m.start()].rstrip()
         base = _base(word)
         if not before or before[-1] in ".!?\"'(:;\n":
-            # a sentence's first word is capitalised anyway: a name only when it is no word
-            if gaz.is_name(base) and not gaz.is_ordinary(base) and base not in _NOT_PROPER:
+            # a sentence's first word is capitalised anyway: a name when it is no word, or a
+            # first name before what follows a person ("Joy and I", "Dot from next door")
+            after = text[m.end() :]
+            if (gaz.is_name(base) and not gaz.is_ordinary(base) or base in gaz.first
+                    and _FOLLOWS_PERSON.match(after)) and base not in _NOT_PROPER:  # fmt: skip
                 spans.append(Span(m.start(), m.start() + len(base), gaz.label(base)))
             continue
         if base in _NOT_PROPER or not (gaz.is_name(base) or not gaz.is_ordinary(base)):
