@@ -59,6 +59,14 @@ def set3(path: Path = SET3) -> tuple[list[Planted], list[Planted]]:
     return typed, [s for s in sentences if s.text == s.text.lower()]
 
 
+def participant(path: Path) -> str:
+    """The participant's configured first name, from a set's header ("the participant is
+    Ewan"): an export knows it from config.toml."""
+    header = " ".join(ln for ln in path.read_text("utf-8").splitlines() if ln.startswith("#"))
+    m = re.search(r"the participant is (\w+)", header)
+    return m.group(1) if m else OWN_FIRST
+
+
 def recall(
     redactor: Redactor, lower: bool, sentences: list[Planted]
 ) -> tuple[dict[str, tuple[int, int]], list[str]]:
@@ -174,6 +182,8 @@ if __name__ == "__main__":
         held.append(("held-out set 5", SET5, "never seen before the rules were final"))
     for set_name, path, note in held:
         typed_n, spoken_n = set3(path)
+        # each set's participant as config.toml knows them (its header), in a fresh export
+        redactor = redactor_for([participant(path)], load_pipeline())
         for name, part in (("typed", typed_n), ("as recognised", spoken_n),
                            ("all", typed_n + spoken_n)):  # fmt: skip
             per_type, missed = recall(redactor, False, part)
