@@ -87,6 +87,12 @@ def test_common_short_forms_are_not_redacted() -> None:
         ("it is oh one six one and then four nine six oh two two", "oh one six one four nine"),
         ("write to bernie at quayle family dot co dot uk", "quayle family co uk"),
         ("we lived at flat two, nine mill street", "flat two nine mill street"),
+        # added after set 5's per-type counts were seen (pets, Scottish forms, flats)
+        ("the parrot is pedro and he whistles", "pedro"),
+        ("my wee dug angus chases the postie", "angus"),
+        ("the kids named the tortoise speedy", "speedy"),
+        ("Our address is Flat 3/2, 8 Byres Road.", "3/2"),
+        ("our address is flat three stroke two eight byres road", "three stroke two"),
     ],
 )
 def test_found(redactor: Redactor, text: str, gone: str) -> None:
@@ -109,6 +115,8 @@ def test_found(redactor: Redactor, text: str, gone: str) -> None:
         "i got it right on the third attempt",
         "we walked along the canal and up the hills",
         "i was interested in reading and writing at school",
+        "i got a flat tyre on the way home",
+        "the dog is old and the cat is lazy",
     ],
 )
 def test_ordinary_text_kept(redactor: Redactor, text: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from companion.research.context import PETS as _PETS
 from companion.research.context import ROLES, STOP
 from companion.research.gazetteer import UK_AREAS, Gazetteer
 from companion.research.ner import Span
@@ -32,7 +33,7 @@ _PERSON_CUES = _set(
     "doctor nurse vicar reverend father teacher called named rang phoned texted visited "
     "ring tell told ask asked remember remembered miss missed meet met "
     "thank thanked visit hug hugged with for our poor dear "
-    "little old "
+    "little old wee "
     "law"  # "my brother in law trevor"
 ) | ROLES
 # Cues too common to make an English word a name ("with cancer"): only unknown words.
@@ -161,11 +162,6 @@ def _plain_place(found: list[re.Match[str]], i: int, gaz: Gazetteer) -> bool:
             and word not in _NOT_PROPER and (not nxt or nxt in _CLAUSE_END))  # fmt: skip
 
 
-_PETS = _set(
-    "dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise spaniel labrador "
-    "terrier collie poodle alsatian greyhound whippet retriever beagle dachshund westie "
-    "tabby moggy pup lurcher jackdaw goldfish"
-)
 # After "our dog": words that are not its name (verbs and function words a story puts there).
 _NOT_PET_NAMES = _set(
     "next door died had has was is ran runs run sleeps slept barked barks got gets went goes "

@@ -41,7 +41,7 @@ RELATIONS = _set(
     "granddaughter grandchild grandkid grandma grandad granddad grandpa granny nan nana niece "
     "nephew cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
     "godmother godfather stepson stepdaughter stepmother stepfather fiance fiancee auntie aunt "
-    "uncle boy girl lad lass eldest youngest kid baby twin law ex sweetheart boyfriend "
+    "uncle boy girl lad lass eldest youngest kid baby twin law ex sweetheart boyfriend wean "
     "girlfriend lodger landlord landlady cleaner gardener doctor nurse vicar teacher"
 )
 # People known by their job, who come into a story with their name ("the physio kwame says",
@@ -87,10 +87,13 @@ _ACTS = _set("said says told tells rang rings phoned came comes lives lived")
 # Nouns that follow "with"/"for" as often as a name does ("with joy", "for love").
 _ABSTRACT = _set("love hope joy faith grace will charity patience mercy honor honour glory "
                  "summer autumn may june april august destiny liberty harmony")
-_PETS = _set(
-    "dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise goldfish guinea "
-    "collie spaniel terrier labrador greyhound tom"
+# Animals a story names (with the breeds people say instead, and a Scot's "dug").
+PETS = _set(
+    "dog dug cat puppy kitten pony horse rabbit budgie parrot hamster tortoise goldfish "
+    "spaniel labrador terrier collie poodle alsatian greyhound whippet retriever beagle "
+    "dachshund westie tabby moggy pup lurcher jackdaw ferret gerbil canary cockatiel"
 )
+_PETS = PETS | {"guinea", "tom"}  # "our guinea pig", "the old tom"
 _TITLES = _set("mr mrs ms miss mister missus dr auntie aunt uncle")
 _PRONOUNS = _set("i we you he she they it who")
 _NEVER = STOP | RELATIONS | _PETS  # words these rules never take for a name
@@ -121,9 +124,16 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             (prev in RELATIONS or prev in _PETS)
             and prev2 in _POSSESSIVE | {"the"}
             and raw[i - 3 : i - 2] in (["named"], ["called"], ["christened"])
-            and (word in gaz.people or not gaz.is_ordinary(word))
+            and (word in gaz.people or not gaz.is_ordinary(word) or prev in _PETS)
         ):
             label = "PET" if prev in _PETS else "PERSON"  # "we called the baby hope"
+        elif (
+            prev in ("is", "was")
+            and prev2 in PETS
+            and raw[i - 3 : i - 2] in (["the"], ["our"], ["my"], ["her"], ["his"], ["their"])
+            and (word in gaz.people or not gaz.is_ordinary(word))
+        ):
+            label = "PET"  # "the budgie is joey and he talks"
         elif prev == "named" or (prev == "called" and (
                 prev2 in ("is", "was", "were", "are", "be", "been") or prev2.endswith("'s")
                 or prev2 not in STOP and prev2 not in _PRONOUNS)):  # fmt: skip

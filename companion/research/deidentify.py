@@ -59,6 +59,8 @@ ADDRESS = re.compile(
     rf"\b\d{{1,5}}[a-z]?,?\s+(?:[A-Za-z][\w'-]*\s+){{1,4}}(?:{_STREET_WORDS})\b",
     re.IGNORECASE,
 )
+# "Flat 2/1" (a Glasgow tenement's floor and door), "Flat 3B", "Apartment 12".
+FLAT = re.compile(r"\b(?i:flat|apartment|apt|unit)\.?\s+\d{1,3}(?:\s?/\s?\d{1,2})?[A-Za-z]?\b")
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
 DATES = [
     re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"),
@@ -126,6 +128,7 @@ WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     ("EMAIL", EMAIL),
     ("ADDRESS", ADDRESS),
     ("ADDRESS", POSTCODE),
+    ("ADDRESS", FLAT),
     ("ADDRESS", NAMED_STREET),
     *(("DATE", p) for p in DATES),
     ("ID", ID),

@@ -146,6 +146,10 @@ _ON_STREET = re.compile(
     r"terrace|gardens|mews|parade|cottage|farm|lodge|manor|grange))\b",
     re.IGNORECASE,
 )
+# "flat two stroke one": a tenement flat read out.
+SPOKEN_FLAT = re.compile(
+    rf"\bflat\s+{_NUMBER}\s+(?:stroke|slash|oblique|over)\s+{_NUMBER}\b", re.IGNORECASE
+)
 # A postcode read out: "b twenty three five q w", "l s six two q t".
 SPOKEN_POSTCODE = re.compile(
     rf"\b(?:[a-z]\s+)?[a-z]{{1,2}}\s+(?:{_NUMBER}|{_DIGIT}(?:\s+{_DIGIT})?)\s+(?:[a-z]\s+)?"
@@ -188,6 +192,7 @@ ON_DAY = re.compile(
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("ADDRESS", SPOKEN_ADDRESS),
     ("ADDRESS", SPOKEN_POSTCODE),
+    ("ADDRESS", SPOKEN_FLAT),
     ("EMAIL", SPOKEN_EMAIL),
     ("PHONE", SPOKEN_DIGITS),
     ("ID", SPOKEN_ID),
