@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from companion.research.context import PETS as _PETS
+from companion.research.context import ROLES, STOP
 from companion.research.gazetteer import UK_AREAS, Gazetteer
 from companion.research.ner import Span
 
@@ -31,9 +33,9 @@ _PERSON_CUES = _set(
     "doctor nurse vicar reverend father teacher called named rang phoned texted visited "
     "ring tell told ask asked remember remembered miss missed meet met "
     "thank thanked visit hug hugged with for our poor dear "
-    "little old "
+    "little old wee "
     "law"  # "my brother in law trevor"
-)
+) | ROLES
 # Cues too common to make an English word a name ("with cancer"): only unknown words.
 _WEAK_CUES = _set("with for our poor dear")
 # After a title even an ordinary word is a name ("mr brown", "mister pickwick"); after a
@@ -46,12 +48,36 @@ _NOT_PROPER = _set(
     "thursday friday saturday january february march april may june july august september "
     "october november december english british american irish scottish welsh french german "
     "spanish italian christian muslim jewish catholic bible ok okay tv "
+    # contractions typed or recognised without their apostrophe
+    "im ive id ill dont cant didnt wont isnt wasnt thats theres youre hes shes theyre whats "
+    "lets couldnt wouldnt shouldnt doesnt havent hasnt arent werent alot omg lol"
 )
 
 
+_MONTHS = _set("april may june july august")  # the months that are also first names
 _MOTION = _set(
     "went go goes going gone moved move flew fly drove drive sailed trip holiday holidays "
-    "back up down over out off emigrated retired travelled traveled"
+    "back up down over out off emigrated retired travelled traveled ferry train bus coach "
+    "flight plane boat ride trip journey cruise visit visiting way road"
+)
+# After "in"/"from" an ordinary word is a place it names ("in bath", "in reading and") only
+# at a clause's end, and never one of the nouns that follow "in" bare ("in bed", "in time").
+_CLAUSE_END = _set(
+    "and or but so to for with when where while on at in near last this that because then "
+    "until after before since which we i he she they it is was were are every each now"
+)
+_BARE_NOUNS = _set(
+    "bed time line college school work church hospital town university home hand love pain "
+    "trouble touch charge fact case use order general particular public private part front "
+    "place prison court class bits pieces tears debt hiding stock fashion season person "
+    "church chapel hall grad downtown san march may june august"
+)
+_IN_IDIOMS = _set("hope")  # "we live in hope"
+# A place that is also a verb's -ing form ("reading", "barking") only after living or working
+# in it: "studying in reading", not "interested in reading".
+_LIVING = _set(
+    "live lives lived living born grew up study studies studied studying work works worked "
+    "working stay stays stayed staying settled based raised buried married house flat school"
 )
 _OBJECTS = _set("my a an the his her their our your me him them it us some all this that")
 
@@ -92,16 +118,21 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
                 prev in _PLACE_CUES
                 and (
                     word in gaz.places
+                    and word not in _BARE_NOUNS
+                    and (prev != "to" or not gaz.is_ordinary(word) or prev2 in _MOTION)
                     or not gaz.is_ordinary(word)
                     and len(word) > 3
-                    and (prev != "to" or prev2 in _MOTION)
+                    and (prev != "to" or prev2 in _MOTION or _from_before(found, i))
                 )  # not "to download"
                 and word not in _NOT_PROPER
                 and not common(word)
             )
         ):
             name = True
-        if name and word not in _NOT_PROPER:
+        titled = prev in _TITLE_CUES and word in _MONTHS  # "auntie june", "aunt april"
+        if _plain_place(found, i, gaz) or titled:
+            name = True
+        if name and (word not in _NOT_PROPER or titled):
             chars[m.start()] = chars[m.start()].upper()
             label = gaz.label(word)
             if prev in _PLACE_CUES and word not in gaz.people:  # "to lanzarote", unknown
@@ -111,7 +142,26 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
     return "".join(chars), spans
 
 
-_PETS = _set("dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise ")
+def _from_before(found: list[re.Match[str]], i: int) -> bool:
+    """ "from fishguard to rosslare": a journey's end after its start."""
+    return any(m.group(0) == "from" for m in found[max(0, i - 4) : i - 1])
+
+
+def _plain_place(found: list[re.Match[str]], i: int, gaz: Gazetteer) -> bool:
+    """A GeoNames place that is also an English word, after "in"/"from"/"near" (or "to"
+    after a journey) and at a clause's end: "in bath", "moved to hope in derbyshire"."""
+    word = found[i].group(0)
+    prev = found[i - 1].group(0) if i else ""
+    prev2 = found[i - 2].group(0) if i > 1 else ""
+    nxt = found[i + 1].group(0) if i + 1 < len(found) else ""
+    cue = prev in ("in", "from", "near") or prev == "to" and (
+        prev2 in _MOTION or _from_before(found, i))  # fmt: skip
+    return (cue and word in gaz.place_names and word not in _BARE_NOUNS and word not in STOP
+            and not (prev == "in" and word in _IN_IDIOMS)
+            and not (prev == "in" and word.endswith("ing") and prev2 not in _LIVING)
+            and word not in _NOT_PROPER and (not nxt or nxt in _CLAUSE_END))  # fmt: skip
+
+
 # After "our dog": words that are not its name (verbs and function words a story puts there).
 _NOT_PET_NAMES = _set(
     "next door died had has was is ran runs run sleeps slept barked barks got gets went goes "
@@ -143,6 +193,7 @@ def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
         named = bool(after) and (after[0].endswith("ed") or after[0] in _PAST)
         if (
             word not in _NOT_PET_NAMES
+            and word not in STOP
             and not word.endswith(("ed", "n't"))
             and (
                 named
@@ -168,24 +219,46 @@ def widen(
                 and not common(w) and w not in _PERSON_CUES
                 and w not in _NOT_PROPER and len(w) > 1)  # fmt: skip
 
+    def surname(i: int) -> bool:  # "my friend mark cook from the club": a surname, however common
+        w = _base(words[i].group(0)) if i < len(words) else ""
+        nxt = words[i + 1].group(0) if i + 1 < len(words) else ""
+        return (w in gaz.people and w not in _PERSON_CUES and w not in _NOT_PROPER
+                and len(w) > 2 and (nxt in _AFTER_SURNAME or i + 1 == len(words)))  # fmt: skip
+
     if lower:  # "maureen and I", "me and jean-claude" (the latter is a truecase cue)
         for i in range(len(words) - 2):
             w = _base(words[i].group(0))
             if (words[i + 1].group(0) == "and" and words[i + 2].group(0) in ("i", "I")
                     and not common(w) and w not in _NOT_PROPER and len(w) > 2):  # fmt: skip
                 spans = [*spans, Span(words[i].start(), words[i].start() + len(w), "PERSON")]
+    if lower:  # "siobhan and declan", "ranjit and gurpreet": names joined by "and"
+        spans = spans + _joined(words, spans, unknown)
     out = []
     for span in spans:
         start, end = span.start, span.end
         if span.label in ("PERSON", "PET") and (t := _TITLES.search(text[:start])):
             start = t.start()
+        elif span.label == "PERSON" and (t := _BARE_RELATION.search(text[:start])):
+            start = t.start(1)  # "a card from cousin Ingrid": the relation used as a title
         if lower and span.label == "PLACE":  # "new [york]", "north [berwick]"
             before = [m for m in words if m.end() <= start]
             if before and before[-1].group(0) in _PLACE_PREFIX:
                 start = before[-1].start()
+        if not lower and span.label == "PERSON":  # "Winifred [Price]", "[Mateusz] Nowak"
+            idx = [i for i, m in enumerate(words) if start <= m.start() < end]
+            if idx and idx[0] > 0:
+                nb = words[idx[0] - 1]
+                if _capital_name(nb, text[nb.end() : start], gaz):
+                    start = nb.start()
+            if idx and idx[-1] + 1 < len(words):
+                nb = words[idx[-1] + 1]
+                if _capital_name(nb, text[end : nb.start()], gaz):
+                    end = nb.end()
         if lower and span.label in ("PERSON", "PLACE"):
             idx = [i for i, m in enumerate(words) if start <= m.start() < end]
-            if idx and idx[-1] + 1 < len(words) and unknown(idx[-1] + 1):
+            if idx and idx[-1] + 1 < len(words) and (
+                unknown(idx[-1] + 1) or span.label == "PERSON" and surname(idx[-1] + 1)
+            ):
                 end = words[idx[-1] + 1].start() + len(_base(words[idx[-1] + 1].group(0)))
             if idx and idx[0] > 0 and unknown(idx[0] - 1):
                 start = min(start, words[idx[0] - 1].start())
@@ -193,6 +266,37 @@ def widen(
     return out
 
 
+_BARE_RELATION = re.compile(
+    r"(?:^|\b(?!(?i:my|our|his|her|their|your|a|the|an)\b)[\w']+\s+)"
+    r"((?i:cousin|grandma|grandpa|granny|grandad|nana|nanna|nanny|gran|sister|brother)\s+)$"
+)
+def _joined(words: list[re.Match[str]], spans: list[Span], nameish: Callable[[int], bool]
+            ) -> list[Span]:  # fmt: skip
+    """The word on the other side of "and" from a name, when it may be a name too."""
+    starts = {s.start: s for s in spans if s.label == "PERSON"}
+    ends = {s.end for s in spans if s.label == "PERSON"}
+    out = []
+    for i in range(1, len(words) - 1):
+        if words[i].group(0) != "and":
+            continue
+        before, after = words[i - 1], words[i + 1]
+        end_before = before.start() + len(_base(before.group(0)))
+        if end_before in ends and nameish(i + 1) and after.start() not in starts:
+            out.append(Span(after.start(), after.start() + len(_base(after.group(0))), "PERSON"))
+        if after.start() in starts and nameish(i - 1) and end_before not in ends:
+            out.append(Span(before.start(), end_before, "PERSON"))
+    return out
+
+
+def _capital_name(m: re.Match[str], gap: str, gaz: Gazetteer) -> bool:
+    """A capitalised word next to a name (only spaces between) that is a name too."""
+    word, base = m.group(0), _base(m.group(0))
+    return (gap.isspace() and word[0].isupper() and base in gaz.people
+            and base not in _NOT_PROPER and not word.isupper()
+            and base not in _PERSON_CUES)  # fmt: skip
+
+
+_AFTER_SURNAME = _set("from who is was and says said has had lives lived came comes rang phoned")
 _PLACE_PREFIX = _set("new north south east west st saint great upper lower port fort mount san "
                      "santa los las la le isle")  # fmt: skip
 
@@ -225,6 +329,12 @@ def _after_cue(before: list[str]) -> bool:
     return bool(before) and (before[-1] in _PLACE_CUES or before[-1] == "on")
 
 
+_FOLLOWS_PERSON = re.compile(
+    r"(?:'s)?\s+(?:and (?:I|me)\b|from\b|said|says|rang|rings|phoned|came|comes|told|tells|"
+    r"popped|next door|who\b|has been|had a|passed away|died)"
+)
+
+
 def typed_names(text: str, gaz: Gazetteer) -> list[Span]:
     """Capitalised words inside a sentence that the gazetteer knows as names or places, or
     that are no English word."""
@@ -234,9 +344,15 @@ def typed_names(text: str, gaz: Gazetteer) -> list[Span]:
         if not word[0].isupper() or word.isupper() and len(word) > 1:
             continue
         before = text[: m.start()].rstrip()
-        if not before or before[-1] in ".!?\"'(:;\n":
-            continue  # a sentence's first word is capitalised anyway
         base = _base(word)
+        if not before or before[-1] in ".!?\"'(:;\n":
+            # a sentence's first word is capitalised anyway: a name when it is no word, or a
+            # first name before what follows a person ("Joy and I", "Dot from next door")
+            after = text[m.end() :]
+            if (gaz.is_name(base) and not gaz.is_ordinary(base) or base in gaz.first
+                    and _FOLLOWS_PERSON.match(after)) and base not in _NOT_PROPER:  # fmt: skip
+                spans.append(Span(m.start(), m.start() + len(base), gaz.label(base)))
+            continue
         if base in _NOT_PROPER or not (gaz.is_name(base) or not gaz.is_ordinary(base)):
             continue  # known as a name or place, or no English word at all ("Oduya")
         spans.append(Span(m.start(), m.start() + len(base), gaz.label(base)))

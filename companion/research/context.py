@@ -41,8 +41,18 @@ RELATIONS = _set(
     "granddaughter grandchild grandkid grandma grandad granddad grandpa granny nan nana niece "
     "nephew cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
     "godmother godfather stepson stepdaughter stepmother stepfather fiance fiancee auntie aunt "
-    "uncle boy girl lad lass eldest youngest kid baby twin law ex sweetheart boyfriend "
+    "uncle boy girl lad lass eldest youngest kid baby twin law ex sweetheart boyfriend wean "
     "girlfriend lodger landlord landlady cleaner gardener doctor nurse vicar teacher"
+)
+# People known by their job, who come into a story with their name ("the physio kwame says",
+# "frank the milkman").
+ROLES = _set(
+    "physio physiotherapist chiropodist podiatrist postman postwoman postie milkman dentist "
+    "optician hairdresser barber receptionist minister priest pastor rabbi imam warden "
+    "midwife surgeon consultant gp plumber builder handyman electrician driver cabbie coach "
+    "instructor tutor caretaker butcher baker grocer chemist pharmacist window cleaner "
+    "gardener carer nurse vicar doctor teacher lodger landlord landlady neighbour neighbor "
+    "paperboy papergirl volunteer befriender counsellor therapist"
 )
 # What a person named as a sentence's subject does next ("my husband piers lives in ...").
 _DOES = _set(
@@ -57,10 +67,33 @@ _DOES = _set(
 _SAYS = _set("said says told tells rang rings phoned came comes lives lived who is was has had")
 # ... and what may follow a name that is not a verb ("benedict from the choir", "olga who").
 _AFTER_NAME = _set("and who from at")
-_PETS = _set(
-    "dog cat puppy kitten pony horse rabbit budgie parrot hamster tortoise goldfish guinea "
-    "collie spaniel terrier labrador greyhound tom"
+# A first name that is also a word ("dawn", "frank", "violet") is a name between these:
+# someone you are with, talk to, give to, and what follows a person in a clause.
+_SOCIAL = _set("with for and ask asked told tell saw see met meet visit visited miss missed "
+               "thank thanked hug hugged invited took take help helped beside behind")
+_TALK_TO = _set(
+    "talking talked talk speaking spoke speak chatting chatted gave give given wrote write "
+    "written sent send said listen listened married engaged introduced next goodbye hello "
+    "sorry lent lend sold showed show sang waved posted belonged went round over"
 )
+_CLAUSE = _set(
+    "about on at and for to yesterday today tonight last this again who from is was said "
+    "says came rang when because in but so has had"
+)
+_UNKNOWN_DOES = _set("said says told rang rings phoned came comes popped has is was lives lived "
+                     "moved married died texted visited brought")
+_BE = _set("is was has had")
+_ACTS = _set("said says told tells rang rings phoned came comes lives lived")
+# Nouns that follow "with"/"for" as often as a name does ("with joy", "for love").
+_ABSTRACT = _set("love hope joy faith grace will charity patience mercy honor honour glory "
+                 "summer autumn may june april august destiny liberty harmony")
+# Animals a story names (with the breeds people say instead, and a Scot's "dug").
+PETS = _set(
+    "dog dug cat puppy kitten pony horse rabbit budgie parrot hamster tortoise goldfish "
+    "spaniel labrador terrier collie poodle alsatian greyhound whippet retriever beagle "
+    "dachshund westie tabby moggy pup lurcher jackdaw ferret gerbil canary cockatiel"
+)
+_PETS = PETS | {"guinea", "tom"}  # "our guinea pig", "the old tom"
 _TITLES = _set("mr mrs ms miss mister missus dr auntie aunt uncle")
 _PRONOUNS = _set("i we you he she they it who")
 _NEVER = STOP | RELATIONS | _PETS  # words these rules never take for a name
@@ -87,6 +120,20 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         label = ""
         if prev in ("him", "her", "it", "them") and prev2 in ("named", "called"):
             label = "PERSON"  # "we named her bella"
+        elif (
+            (prev in RELATIONS or prev in _PETS)
+            and prev2 in _POSSESSIVE | {"the"}
+            and raw[i - 3 : i - 2] in (["named"], ["called"], ["christened"])
+            and (word in gaz.people or not gaz.is_ordinary(word) or prev in _PETS)
+        ):
+            label = "PET" if prev in _PETS else "PERSON"  # "we called the baby hope"
+        elif (
+            prev in ("is", "was")
+            and prev2 in PETS
+            and raw[i - 3 : i - 2] in (["the"], ["our"], ["my"], ["her"], ["his"], ["their"])
+            and (word in gaz.people or not gaz.is_ordinary(word))
+        ):
+            label = "PET"  # "the budgie is joey and he talks"
         elif prev == "named" or (prev == "called" and (
                 prev2 in ("is", "was", "were", "are", "be", "been") or prev2.endswith("'s")
                 or prev2 not in STOP and prev2 not in _PRONOUNS)):  # fmt: skip
@@ -97,8 +144,8 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         elif (
             prev in RELATIONS
             and any(w in _POSSESSIVE for w in raw[max(0, i - 4) : i - 1])
-            and nxt in _DOES
-            and word not in _DOES
+            and (nxt in _DOES or nxt in ("from", "who") and word in gaz.people)
+            and (word not in _DOES or word in gaz.first and nxt in _ACTS | _BE)  # "will is"
             and not (gaz.is_ordinary(word) and word.endswith(("ed", "ing")))
         ):
             label = "PERSON"  # "my daughter in law precious is from", "our boy tyrone plays"
@@ -108,10 +155,67 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and (
                 word in gaz.people or not gaz.is_ordinary(word) or not prev and nxt == "from"
             )  # opening a story: "quintus from the club"
-            and not common(word)
+            and (not common(word) or nxt in _ACTS and word in gaz.first
+                 and word not in _ABSTRACT)  # "carol came round"  # fmt: skip
             and len(word) > 2
         ):
             label = "PERSON"  # "benedict from the choir sings", "and olga who lives"
+        elif (
+            prev in ("", "and", "with", "to")
+            and nxt == "next"
+            and raw[i + 2 : i + 3] == ["door"]
+            and word in gaz.people
+            and len(word) > 2
+        ):
+            label = "PERSON"  # "pat next door has got a dog"
+        elif (
+            prev == "the"
+            and word.endswith("s")
+            and len(word) > 4
+            and (base := word[:-1]) in gaz.people
+            and not gaz.is_ordinary(base)
+            and not base.endswith("an")  # "the italians"
+            and not common(base)
+        ):
+            label = "PERSON"  # a family: "lunch with the hendersons"
+        elif (
+            not prev
+            and word in gaz.people
+            and nxt in gaz.people
+            and nxt not in _NEVER
+            and i + 2 < len(raw)
+            and raw[i + 2] in ("from", "who")
+        ):
+            label = "PERSON"  # "victor shepherd from the british legion"
+            end = words[i + 1].end()
+        elif (
+            not prev
+            and nxt == "the"
+            and i + 2 < len(raw)
+            and raw[i + 2] in ROLES
+            and word in gaz.people
+            and len(word) > 2
+        ):
+            label = "PERSON"  # "frank the milkman used to"
+        elif (
+            word in gaz.first
+            and len(word) > 2
+            and (prev in _SOCIAL and word not in _ABSTRACT or prev == "to" and prev2 in _TALK_TO)
+            and (nxt in _CLAUSE or i + 1 == len(raw) or _surname(raw, i + 1, gaz))
+            and not raw[i].endswith("'s")
+        ):
+            label = "PERSON"  # "a long chat with dawn on the phone", "talking to violet about"
+            if _surname(raw, i + 1, gaz):  # "and rose brown was there"
+                end = words[i + 1].end()
+        elif (
+            nxt in _UNKNOWN_DOES
+            and len(word) > 3
+            and not gaz.is_ordinary(word)
+            and not gaz.is_name(word)
+            and not common(word)
+            and prev not in _POSSESSIVE | {"the", "a", "an"}
+        ):
+            label = "PERSON"  # a word no list knows, doing what people do: "oluwaseun is coming"
         elif raw[i].endswith("'s") and nxt in RELATIONS and not common(word) and (
                 word in gaz.people or not gaz.is_ordinary(word)):  # fmt: skip
             label = "PERSON"  # "rosalie's husband"
@@ -132,16 +236,24 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
     return spans
 
 
+def _surname(raw: list[str], i: int, gaz: Gazetteer) -> bool:
+    """raw[i] is a known surname and a clause goes on after it."""
+    return (i + 1 < len(raw) and raw[i] in gaz.people and raw[i] not in _NEVER
+            and raw[i + 1] in _CLAUSE)  # fmt: skip
+
+
 def _possessive_name(token: str, prev: str, gaz: Gazetteer, common: Callable[[str], bool]) -> bool:
     """A known name in the possessive: "patel's" (no determiner before: "the baker's" is a
     shop) or a family's "the morgans'"."""
     if token.endswith("s'"):
         word = token[:-2]
         return len(word) > 2 and word in gaz.people and not common(word) and word not in STOP
-    if not token.endswith("'s") or prev in STOP or prev in RELATIONS:
+    visit = prev in ("to", "at", "round", "from", "over")  # "went back to kath's"
+    if not token.endswith("'s") or prev in STOP and not visit or prev in RELATIONS:
         return False
     word = token[:-2]
-    return (len(word) > 2 and word in gaz.people and not common(word)
+    known = word in gaz.people or visit and not gaz.is_ordinary(word)
+    return (len(word) > 2 and known and not common(word)
             and word not in RELATIONS and word not in STOP)  # fmt: skip
 
 

@@ -25,10 +25,11 @@ from typing import Any
 
 from companion.errors import ConfigError
 from companion.files import open_private, private_dir
-from companion.research import intros, spoken
+from companion.research import context, intros, spoken
 from companion.research.casing import pet_names, place_phrases, truecase, typed_names, widen
 from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
+from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
 
 SALT_NAME = "export_salt"
@@ -58,6 +59,8 @@ ADDRESS = re.compile(
     rf"\b\d{{1,5}}[a-z]?,?\s+(?:[A-Za-z][\w'-]*\s+){{1,4}}(?:{_STREET_WORDS})\b",
     re.IGNORECASE,
 )
+# "Flat 2/1" (a Glasgow tenement's floor and door), "Flat 3B", "Apartment 12".
+FLAT = re.compile(r"\b(?i:flat|apartment|apt|unit)\.?\s+\d{1,3}(?:\s?/\s?\d{1,2})?[A-Za-z]?\b")
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
 DATES = [
     re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"),
@@ -125,6 +128,7 @@ WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     ("EMAIL", EMAIL),
     ("ADDRESS", ADDRESS),
     ("ADDRESS", POSTCODE),
+    ("ADDRESS", FLAT),
     ("ADDRESS", NAMED_STREET),
     *(("DATE", p) for p in DATES),
     ("ID", ID),
@@ -147,6 +151,8 @@ class Redactor:
     gazetteer: Gazetteer | None = None  # used with `ner` (both are the deidentify extra)
     # Names the participant gave ("my surname is haverford"), redacted from then on everywhere.
     learned: set[str] = field(default_factory=set, compare=False)
+    # Short forms of the first names ("zel", "zellie" for Zelda), none an ordinary word.
+    short: tuple[str, ...] = ()
 
     @property
     def method(self) -> str:
@@ -161,13 +167,17 @@ class Redactor:
                 found += _lower_names(text)
             upper = text.upper()  # ids and groups as a recogniser writes them: "qq123456c"
             found += [Span(m.start(), m.end(), "ID") for p in (ID, GROUPED_ID)
-                      for m in p.finditer(upper)]  # fmt: skip
+                      for m in p.finditer(upper)
+                      if m.group(0).split()[0].lower() not in context.STOP]  # "in 1948"
             found += [Span(m.start(), m.end(), "EMAIL") for m in LOST_DOTS.finditer(text)]
         found += [Span(m.start(1), m.end(1), "PERSON") for m in _BIRTHDAY.finditer(text)
                   if _birthday_name(text, m)]  # fmt: skip
         for label, pattern in (*spoken.GROUPED, ("AGE", RELATIVE_AGE)):
             found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
-        for name in (*self.names, *sorted(self.learned)):
+        for m in spoken.AGE_MARKED.finditer(text):  # one of its alternatives' groups
+            g = next(i for i in range(1, 7) if m.group(i))
+            found.append(Span(m.start(g), m.end(g), "AGE"))
+        for name in (*self.names, *sorted(self.learned), *self.short):
             rx = rf"\b{re.escape(name)}(?:'s)?\b"
             found += [Span(m.start(), m.end(), "PERSON") for m in re.finditer(rx, text, re.I)]
         return found
@@ -182,6 +192,7 @@ class Redactor:
             lower = not any(c.isupper() for c in text)
             words = [w for m in intros.OWN_NAME.finditer(text)
                      for w in (m.group(1) or m.group(2)).split()]  # fmt: skip
+            words += [m.group(1) for m in intros.NICKNAME.finditer(text)]
             if after:
                 words += [m.group(1) for m in after.finditer(text)
                           if lower or m.group(1)[0].isupper()]  # fmt: skip
@@ -223,7 +234,8 @@ class Redactor:
             if view is not text:  # no capitals: a guess on words left lower case is weak
                 entities = [e for e in entities if not _all_ordinary(view, e, gaz)]
             spans += entities
-        return [widen(text, spans, gaz, _common) for text, spans in zip(texts, found, strict=True)]
+        return [with_places(text, widen(text, spans, gaz, _common), gaz)
+                for text, spans in zip(texts, found, strict=True)]  # fmt: skip
 
     def redact(self, text: str | None, use_ner: bool = True) -> str | None:
         if not text:
@@ -290,6 +302,11 @@ def _name_rules(text: str, nameish: Callable[[str], bool] | None = None) -> list
         word = m.group(group)
         if word[0].isupper() or lower and nameish is not None and nameish(word.split()[0]):
             found.append(Span(m.start(group), m.end(group), "PERSON"))
+    for m in intros.NICKNAME.finditer(text):
+        word = m.group(1)
+        if (word[0].isupper() and not re.fullmatch(_NOT_NAMES, word)
+                or lower and nameish is not None and nameish(word)):  # fmt: skip
+            found.append(Span(m.start(1), m.end(1), "PERSON"))
     return found + [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
 
 
@@ -329,7 +346,9 @@ def _phone(match: re.Match[str]) -> bool:
 
 
 def redactor_for(names: Iterable[str | None], ner: Pipeline | None = None) -> Redactor:
-    """Names to redact: each full name and its parts (so 'Ann Lee' also hides 'Ann')."""
+    """Names to redact: each full name and its parts (so 'Ann Lee' also hides 'Ann'), and
+    the short forms of its first name."""
+    names = list(names)
     out: set[str] = set()
     for name in names:
         if not name or not name.strip():
@@ -337,7 +356,15 @@ def redactor_for(names: Iterable[str | None], ner: Pipeline | None = None) -> Re
         out.add(name.strip())
         out.update(part for part in re.split(r"\s+", name.strip()) if len(part) >= 2)
     gazetteer = load_gazetteer() if ner is not None else None  # fails before anything is written
-    return Redactor(tuple(sorted(out, key=len, reverse=True)), ner, gazetteer)
+    short = {nick for name in names if name and name.strip()
+             for nick in intros.nicknames(name.split()[0])}  # fmt: skip
+    # A short form that is a common word ("pat", "sue", "robe") or another known part stays;
+    # a bare three-letter stem only when it is rare ("zel").
+    short -= _ordinary() | context.STOP | {n.lower() for n in out}
+    if gazetteer is not None:
+        short = {w for w in short if len(w) == 3 or w not in gazetteer.ordinary}
+    ordered = tuple(sorted(out, key=len, reverse=True))
+    return Redactor(ordered, ner, gazetteer, short=tuple(sorted(short, key=len, reverse=True)))
 
 
 def load_names_file(path: Path) -> list[str]:

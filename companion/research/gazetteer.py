@@ -97,6 +97,7 @@ class Gazetteer:
     places: frozenset[str]
     place_names: frozenset[str]
     ordinary: frozenset[str]
+    first: frozenset[str] = frozenset()  # the census first names alone
 
     def is_name(self, word: str) -> bool:
         return word in self.people or word in self.places
@@ -106,7 +107,8 @@ class Gazetteer:
         if word in self.ordinary:
             return True
         for suffix, repl in _SUFFIXES:
-            if word.endswith(suffix) and word[: -len(suffix)] + repl in self.ordinary:
+            base = word[: -len(suffix)] + repl
+            if word.endswith(suffix) and len(base) > 2 and base in self.ordinary:  # not "de"+"s"
                 return True
         return False
 
@@ -139,7 +141,8 @@ def _ascii(name: str) -> str:
 @lru_cache(maxsize=1)
 def load_gazetteer() -> Gazetteer:
     """The pinned word lists, verified and loaded once per process (about 2 s)."""
-    people = _census("dist.male.first") | _census("dist.female.first") | _census("dist.all.last")
+    first = _census("dist.male.first") | _census("dist.female.first")
+    people = first | _census("dist.all.last")
     # The pinned file, its sha256 checked by _read before unpickling.
     web2: set[str] = pickle.loads(_read("english_words", "data/web2_alpha.pickle"))  # noqa: S301
     ordinary = {w for w in web2 if w.islower()}
@@ -158,4 +161,4 @@ def load_gazetteer() -> Gazetteer:
     log.info("gazetteer: %d people, %d places, %d ordinary words",
              len(people), len(places), len(ordinary))  # fmt: skip
     return Gazetteer(frozenset(people), frozenset(places), frozenset(place_names),
-                     frozenset(ordinary))  # fmt: skip
+                     frozenset(ordinary), frozenset(first))  # fmt: skip

@@ -49,3 +49,24 @@ CALLER = re.compile(
     rf"({_NOT_GLUE}{_NAME})"
     r"\s+(?i:speaking|here)\b"
 )
+# "my husband always called me zee", "everyone calls me Zellie": a name the participant is
+# known by (group 1; `deidentify` keeps it only when it is no ordinary word).
+NICKNAME = re.compile(
+    rf"\b(?i:call(?:s|ed|ing)?\s+me|know(?:s|n)?\s+me\s+as)\s+{_NOT_GLUE}({_WORD})"
+)
+_ENDINGS = ("", "ie", "y", "s", "sie", "o")
+
+
+def nicknames(first: str) -> set[str]:
+    """Short forms of a first name a participant may be called by: its beginnings of three
+    letters or more, alone or with a pet ending ("zelda": zel, zeld, zellie, zelly, zels)."""
+    first = first.lower()
+    out = set()
+    for n in range(3, len(first)):
+        stem = first[:n]
+        for ending in _ENDINGS:
+            out.add(stem + ending)
+            if ending and ending[0] in "iy":
+                out.add(stem + stem[-1] + ending)  # "zel" + "l" + "ie"
+    out.discard(first)
+    return out

@@ -19,6 +19,7 @@ _ORDINAL = (
     r"thirtieth|(?:twenty|thirty)[\s-](?:first|second|third|fourth|fifth|sixth|seventh|"
     r"eighth|ninth))"
 )
+_ORD_DIGITS = r"(?:\d{1,2}(?:st|nd|rd|th))"
 _MONTH = (
     r"(?:january|february|march|april|may|june|july|august|september|october|november|"
     r"december)"
@@ -36,7 +37,8 @@ _YEAR = (
 # "plus" ("plus four four seven ...").
 _GROUP = rf"(?:{_DIGIT}|{_TEEN}|{_TENS}|hundred|thousand)"
 SPOKEN_DIGITS = re.compile(
-    rf"(?<![\w'])(?:plus\s+)?(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}(?:[\s,-]+{_GROUP}){{5,}}\b"
+    rf"(?<![\w'])(?:plus\s+)?(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}"
+    rf"(?:(?:[\s,-]+|\s+(?:and\s+)?then\s+){_GROUP}){{5,}}\b"  # "... one two one and then four"
     r"(?:\s+(?![ai]\b)[a-z]\b)?",
     re.IGNORECASE,
 )
@@ -56,7 +58,7 @@ _PROVIDERS = (
 )
 SPOKEN_EMAIL = re.compile(
     rf"(?<![\w']){_LOCAL}(?:\s+{_JOIN}\s+{_WORD}|\s+{_LOCAL}){{0,4}}\s+(?:at|@)\s+"
-    rf"(?:{_WORD}(?:\s+(?:dash|hyphen)\s+{_WORD})*(?:\s+dot\s+(?!dot\b){_WORD})+"
+    rf"(?:{_WORD}(?:\s+(?:(?:dash|hyphen)\s+)?{_WORD}){{0,2}}(?:\s+dot\s+(?!dot\b){_WORD})+"
     rf"|(?:{_PROVIDERS})\b(?:\s+(?:com|co uk|net|org)\b)?)",
     re.IGNORECASE,
 )
@@ -126,23 +128,27 @@ _FUNCTION = (
 )
 _NAME_WORD = rf"(?!{_FUNCTION}\b)[a-z][\w'-]*"
 SPOKEN_ADDRESS = re.compile(
-    rf"\b(?:(?:flat|apartment)\s+(?:{_NUMBER}|\d{{1,3}}|[a-z])\s+)?(?:number\s+)?"
+    rf"\b(?:(?:flat|apartment)\s+(?:{_NUMBER}|\d{{1,3}}|[a-z]),?\s+)?(?:number\s+)?"
     rf"(?:{_NUMBER}(?:[\s-]{_UNIT})?|\d{{1,4}})(?:\s+[a-h](?=\s))?\s+"
     rf"(?:{_NAME_WORD}\s+|the\s+){{1,3}}{_STREET}\b",
     re.IGNORECASE,
 )
 _LIVED_ON = re.compile(
-    rf"\b(?:lived|live|living|moved|grew up)\s+(?:on|in|at|off|to)\s+"
+    rf"\b(?:lived|live|lives|living|moved|grew up|stays|stayed)\s+(?:on|in|at|off|to)\s+"
     rf"((?:{_NAME_WORD}\s+){{1,3}}{_STREET})\b",
     re.IGNORECASE,
 )
 # "the house on marigold lane": a named street after a preposition (not "down the lane", and
 # not the words that are more often no street: "way", "place", "hill", "view").
 _ON_STREET = re.compile(
-    rf"\b(?:on|in|at|off|along|down|up|near|from|round|to)\s+"
+    rf"\b(?:on|in|at|off|along|down|up|near|from|round|to|of|called)\s+"
     rf"((?:{_NAME_WORD}\s+){{1,2}}(?:street|road|avenue|lane|drive|close|crescent|grove|"
     r"terrace|gardens|mews|parade|cottage|farm|lodge|manor|grange))\b",
     re.IGNORECASE,
+)
+# "flat two stroke one": a tenement flat read out.
+SPOKEN_FLAT = re.compile(
+    rf"\bflat\s+{_NUMBER}\s+(?:stroke|slash|oblique|over)\s+{_NUMBER}\b", re.IGNORECASE
 )
 # A postcode read out: "b twenty three five q w", "l s six two q t".
 SPOKEN_POSTCODE = re.compile(
@@ -151,18 +157,53 @@ SPOKEN_POSTCODE = re.compile(
     re.IGNORECASE,
 )
 
+# "is ninety two now", "would have been seventy five", "lived to 101", "for my 80th": ages
+# said with what marks them as ages rather than counts.
+_AGE_OR_DIGITS = rf"(?:{AGE_NUMBER}|1[01]\d)"
+AGE_MARKED = re.compile(
+    rf"\b(?i:(?:is|was|'s|will be|'ll be|turns|turning)\s+({AGE_NUMBER})\s+(?:now|this year|"
+    r"next year|this month|next month|next week|today|tomorrow|on (?:\w+day|the \w+)|in \w+)\b"
+    rf"|would have been\s+({AGE_NUMBER})\b{NOT_AN_AGE}"
+    rf"|(?:lived|live|living|made it|make it)\s+to\s+(?:be\s+|the\s+(?:grand\s+)?(?:old\s+)?"
+    rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
+    rf"|(?:my|his|her|their|your|our)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENS}ieth|hundredth|"
+    rf"{_TENS}[\s-](?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|{_TEEN}th)"
+    rf"|\bat\s+({_TENS}(?:[\s-]{_UNIT})?)(?!\s+(?:past|to|minutes|{_UNITS})\b)"
+    rf"|(?:girl|boy|lad|lass|child|kid|man|woman|youngster|baby) of\s+({AGE_NUMBER}))\b"
+)
+# "the summer of seventy six", "christmas day nineteen ninety", "the third of the fifth",
+# "on 17.05": dates said in ways the patterns above miss.
+_SHORT = rf"(?:'?\d{{2}}|\d{{4}}|{_YEAR}|{_TENS}(?:[\s-]{_UNIT})?)"
+MORE_DATES = re.compile(
+    rf"\b(?i:the\s+(?:spring|summer|autumn|fall|winter)\s+of\s+{_SHORT}"
+    rf"|(?:christmas|boxing|new year'?s|valentine'?s|easter|bonfire|midsummer)"
+    rf"(?:\s+(?:day|eve|night))?\s+{_YEAR}"
+    rf"|the\s+(?:{_ORDINAL}|{_ORD_DIGITS})\s+of\s+the\s+(?:{_ORDINAL}|{_ORD_DIGITS})"
+    rf"|(?<=on\s)the\s+(?:{_ORDINAL}|{_ORD_DIGITS})(?=\s+(?:at|and|i|we|he|she|they|for|so|"
+    r"when|but|this|next|last|in|is|was)\b|\s*$))\b"
+    rf"(?!\s+(?i:floor|time|row|house|door))"
+)
+ON_DAY = re.compile(
+    r"\b(?i:on|every|since|until|till|by|from|before|after)\s+"
+    r"((?:0?[1-9]|[12]\d|3[01])[./](?:0?[1-9]|1[0-2])|(?:0?[1-9]|1[0-2])[./](?:[12]\d|3[01]))"
+    r"\b(?![./,]\d)"
+)
+
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("ADDRESS", SPOKEN_ADDRESS),
     ("ADDRESS", SPOKEN_POSTCODE),
+    ("ADDRESS", SPOKEN_FLAT),
     ("EMAIL", SPOKEN_EMAIL),
     ("PHONE", SPOKEN_DIGITS),
     ("ID", SPOKEN_ID),
     *(("DATE", p) for p in SPOKEN_DATES),
     ("AGE", AGE),
     ("DATE", SHORT_YEAR),
+    ("DATE", MORE_DATES),
 ]
 GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("AGE", SAID_AGE),
     ("ADDRESS", _LIVED_ON),
     ("ADDRESS", _ON_STREET),
+    ("DATE", ON_DAY),
 ]  # the group is the span

@@ -9,11 +9,12 @@ personal details; any redaction there counts against us). `--voice` also measure
 sentences as a recogniser writes them (lower case, no punctuation).
 
     .venv/bin/python tests/bench/bench_pii.py [--sentences 120] [--situations FILE] [--voice]
-        [--set3 [--misses]] [--set4] [--month DAYS]
+        [--set3] [--set4] [--misses] [--set5] [--month DAYS]
 
-Set 3 (tests/bench/pii_set3.txt) is the development set since issue 14: `--misses` prints
-what it misses. Set 4 (pii_set4.txt) was written by someone who had not seen the rules and
-first run once the rules were final: `--set4` prints its counts, never its misses.
+Sets 3 and 4 (tests/bench/pii_set3.txt, pii_set4.txt) were each written by someone who had
+not seen the rules, run once as the held-out result, and are development sets since:
+`--misses` prints what they miss. Set 5 (pii_set5.txt), written the same way, was first run
+once the rules were final: `--set5` prints its counts, never its misses.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ SITUATIONS = Path("/work/shared/data/empatheticdialogues/situations_dev.csv")
 SET3 = Path(__file__).with_name("pii_set3.txt")  # the development set since issue 14
 
 
-SET4 = Path(__file__).with_name("pii_set4.txt")  # held out: counts only, run once
+SET4 = Path(__file__).with_name("pii_set4.txt")  # a development set since issue 14's 2nd round
+SET5 = Path(__file__).with_name("pii_set5.txt")  # held out: counts only, run once
 # The participant's own contact details (the goal is 100 % for them and their own name).
 CONTACT = ("phone", "phone_spoken", "email", "email_spoken")
 
@@ -55,6 +57,14 @@ def set3(path: Path = SET3) -> tuple[list[Planted], list[Planted]]:
     sentences = held_out("\n".join(lines))
     typed = [s for s in sentences if s.text != s.text.lower()]
     return typed, [s for s in sentences if s.text == s.text.lower()]
+
+
+def participant(path: Path) -> str:
+    """The participant's configured first name, from a set's header ("the participant is
+    Ewan"): an export knows it from config.toml."""
+    header = " ".join(ln for ln in path.read_text("utf-8").splitlines() if ln.startswith("#"))
+    m = re.search(r"the participant is (\w+)", header)
+    return m.group(1) if m else OWN_FIRST
 
 
 def recall(
@@ -144,8 +154,9 @@ if __name__ == "__main__":
     parser.add_argument("--voice", action="store_true")
     parser.add_argument("--show", type=int, default=15, help="Missed items to print.")
     parser.add_argument("--set3", action="store_true", help="Set 3 (now the development set).")
-    parser.add_argument("--misses", action="store_true", help="Also print set 3's misses.")
-    parser.add_argument("--set4", action="store_true", help="Held-out set 4 (counts only).")
+    parser.add_argument("--misses", action="store_true", help="Also print sets 3 and 4's misses.")
+    parser.add_argument("--set4", action="store_true", help="Set 4 (a development set now).")
+    parser.add_argument("--set5", action="store_true", help="Held-out set 5 (counts only).")
     parser.add_argument("--month", type=int, default=30, help="Days of transcripts (0: none).")
     args = parser.parse_args()
     print(f"{cpu_line()}; Python {platform.python_version()}")
@@ -166,16 +177,18 @@ if __name__ == "__main__":
             break
         report(f"set 3, {name} (the development set since issue 14)",
                *recall(redactor, False, part), show=args.misses)  # fmt: skip
-    if args.set4:  # the held-out result: counts only, never its misses
-        typed4, spoken4 = set3(SET4)
-        for name, part in (
-            ("typed", typed4),
-            ("as recognised", spoken4),
-            ("all", typed4 + spoken4),
-        ):
-            per_type, _ = recall(redactor, False, part)
-            report(f"held-out set 4, {name} (never seen before the rules were final)", per_type,
-                   [], show=False)  # fmt: skip
+    held = [("set 4", SET4, "a development set since issue 14's second round")] if args.set4 else []
+    if args.set5:  # the held-out result: counts only, never its misses
+        held.append(("held-out set 5", SET5, "never seen before the rules were final"))
+    for set_name, path, note in held:
+        typed_n, spoken_n = set3(path)
+        # each set's participant as config.toml knows them (its header), in a fresh export
+        redactor = redactor_for([participant(path)], load_pipeline())
+        for name, part in (("typed", typed_n), ("as recognised", spoken_n),
+                           ("all", typed_n + spoken_n)):  # fmt: skip
+            per_type, missed = recall(redactor, False, part)
+            show = args.misses and name != "all" and path != SET5
+            report(f"{set_name}, {name} ({note})", per_type, missed, show=show)
             own = [v for k, v in per_type.items() if k.startswith("own")]
             contact = [v for k, v in per_type.items() if k in CONTACT]
             for label, parts in (("own name", own), ("contact details", contact)):

@@ -1,0 +1,80 @@
+"""Places named by what they are: "the Isle of Mull", "the Brecon Beacons", "Loch Ness",
+"the Kennet and Avon Canal", "the Norwegian fjords", typed or as a recogniser writes them.
+
+GeoNames lists towns, not hills, lakes, islands or canals, yet a story about a holiday or a
+childhood names them as often. A word that says what kind of place it is ("isle of", "lake",
+"canal", "beacons") next to a word that is no ordinary English word (or, typed, capitalised)
+makes a place; "the" before it goes with it ("the philippines").
+"""
+
+from __future__ import annotations
+
+import re
+
+from companion.research.context import STOP
+from companion.research.gazetteer import Gazetteer
+from companion.research.ner import Span
+
+# "the isle of mull", "the vale of glamorgan": the kind, then "of", then the name.
+_KIND_OF = re.compile(
+    r"\b(?:the\s+)?(?i:isle|isles|island|islands|lake|loch|lough|mount|vale|forest|port|"
+    r"bay|county|republic|kingdom|gulf|straits?|river|valley|city|town|village)\s+of\s+"
+    r"(?:the\s+)?([A-Za-z][\w'-]+)"
+)
+# "loch ness", "mount snowdon", "lake windermere", "county mayo": the kind, then the name.
+_KIND_NAME = re.compile(
+    r"\b(?i:lake|loch|lough|mount|mt|river|glen|ben|cape|county|fort|isle|st|saint)\.?\s+"
+    r"([A-Za-z][\w'-]+)"
+)
+# "the brecon beacons", "the kennet and avon canal", "the norwegian fjords": a name, then
+# the kind (one or two name words, "and" between two).
+_NAME_KIND = re.compile(
+    r"\b(?:(?i:the)\s+)?([A-Za-z][\w'-]+)(?:\s+(?:and|&)\s+([A-Za-z][\w'-]+))?\s+"
+    r"(?i:canal|mountains|hills|fells|moors|beacons|dales|islands|isles|peninsula|valley|"
+    r"estuary|coast|riviera|fjords|alps|highlands|lakes|broads|falls|gorge|national park|"
+    r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens)\b"
+)
+_NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
+
+
+def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
+    """A word that can be the name part: capitalised when typed; in a recogniser's text
+    no ordinary English word, or a place GeoNames knows."""
+    base = word.lower().removesuffix("'s")
+    if base in _NOT_A_NAME or len(base) < 3:
+        return False
+    if not lower:
+        return word[0].isupper()
+    return not gaz.is_ordinary(base) or base in gaz.places
+
+
+def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
+    """Places named with their kind, in typed text or a recogniser's."""
+    lower = not any(c.isupper() for c in text)
+    spans = []
+    for pattern in (_KIND_OF, _KIND_NAME):
+        spans += [Span(m.start(), m.end(), "PLACE") for m in pattern.finditer(text)
+                  if _named(m.group(1), lower, gaz)]  # fmt: skip
+    for m in _NAME_KIND.finditer(text):
+        words = [w for w in m.groups() if w]
+        if all(_named(w, lower, gaz) for w in words):
+            spans.append(Span(m.start(), m.end(), "PLACE"))
+    return spans
+
+
+_THE = re.compile(r"\b(?i:the)\s+$")
+
+
+def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
+    """`spans` with the named places added: a person found inside one is part of it ("the
+    [Norwegian] fjords"), and a place takes the "the" before it ("the philippines")."""
+    places = landmarks(text, gaz)
+    out = []
+    for span in spans + places:
+        if span.label == "PERSON" and any(p.start <= span.start and span.end <= p.end
+                                          for p in places):  # fmt: skip
+            continue
+        if span.label == "PLACE" and (m := _THE.search(text, 0, span.start)):
+            span = Span(m.start(), span.end, span.label)
+        out.append(span)
+    return out
