@@ -123,7 +123,8 @@ def macs_per_call(tokens: int) -> tuple[float, float, str]:
             for n in graph.node if n.op_type == "MatMulInteger"
             for i in n.input if i in shapes and len(shapes[i]) == 2
         )  # fmt: skip
-        layers = sum(1 for n in graph.node if n.op_type == "Softmax")
+        # one softmax a layer: a Softmax op, or in the same-bits graph the Exp it is built from
+        layers = sum(1 for n in graph.node if n.op_type in ("Softmax", "Exp"))
         source = "counted from the ONNX graph"
     except ImportError:
         per_token = LAYERS * (4 * HIDDEN * HIDDEN + 2 * HIDDEN * FFN)
