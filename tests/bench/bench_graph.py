@@ -3,6 +3,10 @@ one thread (runs interleaved, so background load hits all alike), int8 vs fp32 s
 fidelity to the fp32 build (embedding cosine, emotion top-1 agreement) over 300 texts.
 
     .venv/bin/python tests/bench/bench_graph.py [--data situations.csv] [--runs 40]
+        [--previous OLD.onnx]   # an earlier build (its sidecar beside it), timed in the same runs
+
+An earlier build from git: `git show REV:models/companion-empathy-1.onnx > /tmp/old.onnx` and
+the same for `companion-empathy-1.onnx.json` to `/tmp/old.onnx.json`.
 
 Needs the build extra and the fp32 build models/.build/companion-empathy-1.fp32.onnx (written by
 models/build.py; models/optimize.py makes the other variants in a temporary directory).
@@ -64,12 +68,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--previous", type=Path, default=None, help="an earlier int8 build")
     args = parser.parse_args()
     print(cpu_line())
     enc = Encoder.load()
     sample = texts(args.data)
     with tempfile.TemporaryDirectory() as tmp:
         paths = optimize.variants(Path(tmp))
+        if args.previous:
+            paths["previous build"] = args.previous
         sessions = {name: session(path) for name, path in paths.items()}
         for i, (name, path) in enumerate(paths.items()):
             ops = optimize.runtime_ops(path, Path(tmp) / f"rt{i}.onnx")
@@ -88,6 +95,9 @@ def main() -> None:
             shipped = ms["int8 (shipped)"]
             print(f"  speed-up of the shipped int8: {ms['fp32 build'] / shipped:.2f}x the fp32 "
                   f"build, {ms['fp32 fused'] / shipped:.2f}x the fused fp32 build")  # fmt: skip
+            if args.previous:
+                gain = ms["previous build"] / shipped
+                print(f"  the shipped int8 vs the previous build: {gain:.2f}x")
         ref, ref_top = outputs(sessions["fp32 build"], enc, sample)
         for name in [n for n in paths if n != "fp32 build"]:
             emb, top = outputs(sessions[name], enc, sample)
