@@ -10,7 +10,7 @@ import pytest
 
 from companion.engine import answers
 from companion.engine.dialogue import Expectation
-from companion.engine.session import SPOKEN_YES_NO
+from companion.engine.items import SPOKEN_YES_NO
 from companion.voice import confidence
 from companion.voice.audio import WavSink, WavSource
 from companion.voice.channels import VoiceChannel, VoiceSettings

@@ -1,6 +1,7 @@
 """The engine: one session, pure of devices and models.
 
-Owns the session (`session`), the channel interface (`dialogue`), answer parsing (`answers`),
+Owns the session (`session`), the channel interface (`dialogue`), answer parsing (`answers`;
+what each item accepts: `items`),
 the study protocol (`protocol`), acknowledgements (`acknowledge`; the naming rule `ackrule`,
 fitted at build time by `ackfit`), the story bank (`stories`),
 story choice (`match`), the text channel (`textio`) and the simulated participant (`simulate`).

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from companion.engine import answers
+from companion.engine.items import SPOKEN_YES_NO, vocabulary_for
 from companion.engine.protocol import Protocol
-from companion.engine.session import SPOKEN_YES_NO, vocabulary_for
 
 
 def answer_vocabularies(protocol: Protocol) -> dict[str, tuple[str, ...]]:

@@ -27,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from companion.engine.items import SPOKEN_YES_NO, parse_item  # noqa: E402
 from companion.engine.protocol import Item, load_protocol  # noqa: E402
-from companion.engine.session import SPOKEN_YES_NO, parse_item  # noqa: E402
 from companion.voice.audio import read_wav, write_wav  # noqa: E402
 from tests.helpers.speech import RATE, speech_pcm  # noqa: E402
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from companion.engine.dialogue import Expectation  # noqa: E402
-from companion.engine.session import SPOKEN_YES_NO, parse_item, vocabulary_for  # noqa: E402
+from companion.engine.items import SPOKEN_YES_NO, parse_item, vocabulary_for  # noqa: E402
 from companion.voice.audio import WavSource  # noqa: E402
 from companion.voice.channels import VoiceChannel, VoiceSettings  # noqa: E402
 from tests.bench.answer_corpus import Clip, build, groups, half, load_pcm  # noqa: E402
