@@ -36,7 +36,6 @@ REPO = Path(__file__).resolve().parent.parent
 SHIPPED = REPO / "models" / "companion-empathy-1.onnx"
 FP32_BUILD = REPO / "models" / ".build" / "companion-empathy-1.fp32.onnx"  # from build.py
 HEADS, HIDDEN = 12, 384
-MAX_TOKENS = 512  # MiniLM's position table: no window can be longer
 
 
 SHOWN = ("Attention", "QAttention", "SkipLayerNormalization", "BiasGelu", "Gelu", "FastGelu",
@@ -320,9 +319,7 @@ def _prune(graph) -> None:
             graph.node.remove(n)
 
 
-def deterministic(
-    fp32: Path, dst: Path, keep_fp32: list[str], max_tokens: int = MAX_TOKENS
-) -> Path:
+def deterministic(fp32: Path, dst: Path, keep_fp32: list[str], max_tokens: int) -> Path:
     """The candidate scheme with the same bits on x86 and ARM (see the module docstring), for
     windows of at most `max_tokens` (the runtime's window: build.WINDOW)."""
     import tempfile
@@ -342,6 +339,7 @@ def deterministic(
         numpy_helper.from_array(np.zeros(7, np.int64), "det_zeros7"),  # Pad: only the last axis
     ])  # fmt: skip
     nodes, fp32_nodes = [], []
+    keys_padded = False  # the padding amounts are made once, at the first softmax
     for node in graph.node:
         p = node.name.replace("/", "_").strip("_") + "_det_"
         if node.op_type == "LayerNormalization":
@@ -350,8 +348,9 @@ def deterministic(
             nodes += _layer_norm(node, p, p + "e")
             fp32_nodes += [p + "mean", p + "var"]  # sums, not weights: never quantized
         elif node.op_type == "Softmax":
-            if not any(n.name == "det_keys" for n in nodes):
+            if not keys_padded:
                 nodes += _key_pads(node.input[0])
+                keys_padded = True
             nodes += _softmax(node, p)
             fp32_nodes.append(p + "sum")
         elif node.op_type == "Gather" and node.input[0] in tables:

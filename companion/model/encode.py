@@ -140,6 +140,11 @@ class Encoder:
         config = config or EncoderConfig()
         model_path = resolve_model(model_path)
         meta = _read_sidecar(model_path)
+        limit = int(meta.get("window_tokens", 128))  # the graph takes no longer window
+        window = config.window_tokens or limit
+        if not 3 <= window <= limit:
+            raise ModelError(f"window_tokens {window} is outside 3..{limit}, the windows "
+                             f"{model_path.name} takes: use a value in that range")  # fmt: skip
         tok = Tokenizer.from_file(str(model_path.with_name(meta["tokenizer"]["file"])))
         # The upstream tokenizer pads and truncates to 128; we window long texts ourselves.
         tok.no_padding()
@@ -156,11 +161,6 @@ class Encoder:
             )  # fmt: skip
         except Exception as exc:  # onnxruntime raises its own unnamed error types
             raise ModelError(f"onnxruntime cannot load {model_path}: {exc}") from exc
-        limit = int(meta.get("window_tokens", 128))  # the graph takes no longer window
-        window = config.window_tokens or limit
-        if not 3 <= window <= limit:
-            raise ModelError(f"window_tokens {window} is outside 3..{limit}, the windows "
-                             f"{model_path.name} takes: use a value in that range")  # fmt: skip
         log.info(
             "loaded %s from %s (%d thread(s))", meta["name"], model_path, opts.intra_op_num_threads
         )
