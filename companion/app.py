@@ -132,7 +132,9 @@ def story_chooser(opened: Opened) -> StoryChooser:
 
         model = Path(opened.config.model).expanduser() if opened.config.model else None
         encoder = Encoder.load(model)
-        weights = ScoreWeights(opened.protocol.semantic_weight, opened.protocol.emotion_weight)
+        protocol = opened.protocol
+        weights = ScoreWeights(protocol.semantic_weight, protocol.emotion_weight,
+                               protocol.emotion_similarity)  # fmt: skip
         chooser = EmpathicChooser(encoder, weights)
         # The shipped bank's encodings come with the package: copied, never encoded, here.
         from companion.engine.stories import load_stories

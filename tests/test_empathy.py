@@ -38,7 +38,8 @@ def test_session_uses_the_model_and_logs_components(home: Path) -> None:
     assert {"match", "semantic", "emotion", "bonus", "features", "query_emotion",
             "model_version"} <= set(parts)  # fmt: skip
     assert 0.0 < parts["emotion"] <= 1.0 and -1.0 <= parts["semantic"] <= 1.0
-    assert abs(parts["match"] - (0.6 * parts["semantic"] + 0.4 * parts["emotion"])) < 1e-4
+    assert abs(parts["match"] - (0.4 * parts["semantic"] + 0.6 * parts["emotion"])) < 1e-4
+    assert parts["weights"] == [0.4, 0.6] and parts["emotion_similarity"] == "agreement"
     # the logged score is the value the story was ranked on: 3 + 2.5 x match + bonus (no ratings)
     assert abs(match_score - (3.0 + 2.5 * parts["match"] + parts["bonus"])) < 1e-4
     # the participant's grief is recognised and acknowledged as grief (by the calibrated rule:
@@ -216,3 +217,26 @@ def test_shipped_bank_cache_matches_stories_and_model() -> None:
             fresh = encoder.encode(f"{stories[i].title}. {stories[i].text}")
             assert np.allclose(fresh.embedding, cache["embeddings"][i], atol=1e-4)
             assert np.allclose(fresh.emotions, cache["emotions"][i], atol=1e-4)
+
+
+def test_the_protocols_emotion_similarity_reaches_the_chooser(home: Path) -> None:
+    """`[matching] emotion_similarity` in a researcher's protocol file decides the rule the
+    session's chooser scores with, and the exposure logs it."""
+    from dataclasses import replace
+
+    from companion.engine.protocol import default_protocol_text
+    from companion.settings.config import write_config
+
+    text = default_protocol_text().replace('# emotion_similarity = "agreement"',
+                                           'emotion_similarity = "bhattacharyya"')  # fmt: skip
+    (home / "protocol.toml").write_text(text)
+    config = app.open_home(home).config
+    write_config(app.open_home(home).home, replace(config, protocol="protocol.toml"))
+    opened = app.open_home(home)
+    assert opened.protocol.emotion_similarity == "bhattacharyya"
+    chooser = app.story_chooser(opened)
+    assert isinstance(chooser, EmpathicChooser) and chooser.weights.metric == "bhattacharyya"
+    run_text_session(home, SAD_STORY)
+    parts = json.loads(open_db(home / "companion.db").execute(
+        "SELECT components FROM story_exposures").fetchone()[0])  # fmt: skip
+    assert parts["emotion_similarity"] == "bhattacharyya"

@@ -196,11 +196,15 @@ def test_evaluate_matching_cli_weights_and_baselines(tmp_path: Path) -> None:
     out = run_cli("model", "eval", "--matching", str(csv_path))
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert result["n"] == 6 and result["weights"] == {"semantic": 0.6, "emotion": 0.4}
+    assert result["n"] == 6 and result["weights"] == {"semantic": 0.4, "emotion": 0.6}
+    assert result["emotion_similarity"] == "agreement"
     assert set(result["cosine"]) == set(result["emotion_only"]) == {"p_at_1", "p_at_5"}
     assert result["p_at_1"] >= 0.5  # pairs of clearly same-feeling stories
     only = json.loads(run_cli("model", "eval", "--matching", str(csv_path),
                               "--semantic", "0", "--emotion", "1").stdout)  # fmt: skip
     assert {k: only[k] for k in ("p_at_1", "p_at_5")} == result["emotion_only"]
+    old = json.loads(run_cli("model", "eval", "--matching", str(csv_path),
+                             "--emotion-similarity", "bhattacharyya").stdout)  # fmt: skip
+    assert old["emotion_similarity"] == "bhattacharyya" and old["weights"] == result["weights"]
     both = run_cli("model", "eval", "--matching", str(csv_path), "--emotions", str(csv_path))
     assert both.returncode == 2 and "one of --emotions" in both.stderr

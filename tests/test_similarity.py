@@ -33,7 +33,7 @@ def test_emotion_similarity_bounds_and_identity() -> None:
     q = np.zeros(32, np.float32)
     q[16] = 1.0
     bank = np.stack([p, q, (p + q) / 2])
-    for metric in ("bhattacharyya", "js"):
+    for metric in ("agreement", "bhattacharyya", "js"):
         s = emotion_similarity(p, bank, metric)  # type: ignore[arg-type]
         assert s[0] == pytest.approx(1.0, abs=1e-6)
         assert s[1] == pytest.approx(0.0, abs=1e-6)
@@ -48,12 +48,33 @@ def test_emotion_similarity_bounds_and_identity() -> None:
 def test_score_combines_components_with_weights() -> None:
     emb, emo = random_bank(50)
     query = Query(emb[3], emo[7])
-    w = ScoreWeights(semantic=0.25, emotion=0.75)
+    w = ScoreWeights(semantic=0.25, emotion=0.75, metric="bhattacharyya")
     s = score(query, emb, emo, w)
     assert s.semantic[3] == pytest.approx(1.0, abs=1e-5)
     assert s.emotion[7] == pytest.approx(1.0, abs=1e-5)
     assert np.allclose(s.total, 0.25 * s.semantic + 0.75 * s.emotion)
     assert np.allclose(s.semantic, emb @ emb[3], atol=1e-6)
+
+
+def test_agreement_is_the_chance_of_the_same_emotion_and_is_the_default() -> None:
+    """A story as sure of the participant's main feeling beats one that only echoes the
+    unlikely ones: agreement ranks them so, Bhattacharyya (the square roots lift the tails) the
+    other way round."""
+    q = np.zeros(32, np.float32)
+    q[0], q[1:11] = 0.5, 0.05  # mostly emotion 0, a little of ten others
+    same_main = np.zeros(32, np.float32)
+    same_main[0], same_main[11:21] = 0.5, 0.05  # emotion 0 as likely, other tails
+    echo_tail = np.zeros(32, np.float32)
+    echo_tail[0], echo_tail[1:11] = 0.1, 0.09  # the query's tails, emotion 0 unlikely
+    bank = np.stack([same_main, echo_tail])
+    agreement = emotion_similarity(q, bank, "agreement")
+    assert agreement == pytest.approx([0.25, 0.095], abs=1e-6)  # P(both draws are the same)
+    assert agreement[0] > agreement[1]
+    bhattacharyya = emotion_similarity(q, bank, "bhattacharyya")
+    assert bhattacharyya[1] > bhattacharyya[0]
+    assert ScoreWeights().metric == "agreement"
+    emb = unit(np.ones((2, 384), np.float32))  # equal semantics: the emotions decide
+    assert np.argmax(score(Query(emb[0], q), emb, bank).total) == 0
 
 
 def test_rank_orders_best_first_and_respects_exclusion() -> None:
@@ -64,7 +85,7 @@ def test_rank_orders_best_first_and_respects_exclusion() -> None:
     totals = [t for _, t, _ in ranked]
     assert totals == sorted(totals, reverse=True) and len(ranked) == 200
     idx, total, parts = ranked[5]
-    assert total == pytest.approx(0.6 * parts["semantic"] + 0.4 * parts["emotion"], abs=1e-6)
+    assert total == pytest.approx(0.4 * parts["semantic"] + 0.6 * parts["emotion"], abs=1e-6)
     mask = np.zeros(200, bool)
     mask[[10, ranked[1][0]]] = True
     top = rank(query, emb, emo, ScoreWeights(), exclude_mask=mask, top_k=3)

@@ -7,6 +7,7 @@ import sys
 import click
 
 from companion.cli.base import cli, home_option
+from companion.engine.protocol import EMOTION_METRICS
 
 
 @cli.command()
@@ -59,8 +60,10 @@ def model() -> None:
 @click.option("--protocol", "protocol_path", help="Protocol whose [matching] weights to use.")
 @click.option("--semantic", type=click.FloatRange(0, 1), help="Override the semantic weight.")
 @click.option("--emotion", type=click.FloatRange(0, 1), help="Override the emotion weight.")
+@click.option("--emotion-similarity", "metric", type=click.Choice(EMOTION_METRICS),
+              help="Override the protocol's [matching] emotion_similarity.")  # fmt: skip
 @click.option("--model", "model_path", default=None, help="Model .onnx (default: the shipped one).")
-def model_eval(csv_path, matching_path, ack_path, protocol_path, semantic, emotion,
+def model_eval(csv_path, matching_path, ack_path, protocol_path, semantic, emotion, metric,
                model_path) -> None:  # fmt: skip
     """On a labelled CSV, one JSON line: --emotions {n, top1, top3, macro_f1}; --matching
     {n, p_at_1, p_at_5, cosine, emotion_only}; --acknowledgements {n, named_exact,
@@ -97,6 +100,7 @@ def model_eval(csv_path, matching_path, ack_path, protocol_path, semantic, emoti
     weights = ScoreWeights(
         protocol.semantic_weight if semantic is None else semantic,
         protocol.emotion_weight if emotion is None else emotion,
+        metric or protocol.emotion_similarity,
     )
     if weights.semantic == weights.emotion == 0:
         raise ConfigError("model eval: --semantic and --emotion must not both be 0")

@@ -20,6 +20,9 @@ from companion.settings.validate import SQLITE_INT_MAX, Table, parse_toml, read_
 
 Condition = Literal["matched", "random", "counterbalanced"]
 CONDITIONS = ("matched", "random", "counterbalanced")
+# How two emotion distributions are compared in the match score (model.similarity).
+EmotionMetric = Literal["agreement", "bhattacharyya", "js"]
+EMOTION_METRICS = ("agreement", "bhattacharyya", "js")
 PHASES = ("checkin", "post_story", "closing")
 SESSION_KINDS = ("daily", "enrolment", "exit")
 ITEM_TYPES = ("likert", "yesno", "text")
@@ -93,8 +96,11 @@ class Protocol:
     # Longest story turn in voice mode, in seconds (5..1800): the only story-length knob.
     story_max_seconds: float = 180.0
     # [matching] weights of the empathic match score, each 0..1, not both 0.
-    semantic_weight: float = 0.6
-    emotion_weight: float = 0.4
+    semantic_weight: float = 0.4
+    emotion_weight: float = 0.6
+    # [matching] how the emotion distributions are compared: "agreement" (the chance both name
+    # the same emotion), "bhattacharyya" (before 2026-11-30) or "js".
+    emotion_similarity: EmotionMetric = "agreement"
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     # Voice mode: when a recognised rating is read back ("is that right?") before it is
     # stored: "when_unsure" (true; engine.confirm decides), "always", or "never" (false).
@@ -166,7 +172,10 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
     weights = matching.read({
         "semantic": lambda k: matching.number(k, 0.0, 1.0),
         "emotion": lambda k: matching.number(k, 0.0, 1.0),
+        "emotion_similarity": lambda k: matching.choice(k, EMOTION_METRICS),
     })  # fmt: skip
+    if "emotion_similarity" in weights:
+        values["emotion_similarity"] = weights.pop("emotion_similarity")
     if weights and sum(weights.values()) <= 0:
         raise matching.fail("semantic", "the weights must not both be 0")
     if "semantic" in weights:

@@ -121,6 +121,7 @@ class EmpathicMatcher:
                 "semantic": round(float(scores.semantic[i]), 6),
                 "emotion": round(float(scores.emotion[i]), 6),
                 "weights": [self.weights.semantic, self.weights.emotion],
+                "emotion_similarity": self.weights.metric,
                 "predicted_rating": round(float(value[i] - bonus[i]), 6),
                 "bonus": round(float(bonus[i]), 6),
                 "features": [round(float(v), 9) for v in features[i]],

@@ -44,6 +44,7 @@ def evaluate_matching(encoder: Encoder, csv_path: Path, weights: ScoreWeights) -
     return {
         "n": len(y),
         "weights": {"semantic": weights.semantic, "emotion": weights.emotion},
+        "emotion_similarity": weights.metric,
         **precision_at(combined, y, (1, 5)),
         "cosine": precision_at(cosine, y, (1, 5)),
         "emotion_only": precision_at(emotion, y, (1, 5)),

@@ -115,7 +115,8 @@ _TABLES = (
         _c("rank", INT, "Rank of the story among candidates by match score (1 = best)"),
         _c("exposed_at", T, f"When reading began; {UTC_TS}"),
         _c("components", T,
-           "JSON object: parts of the match score (semantic, emotion), the participant model's "
+           "JSON object: parts of the match score (semantic, emotion, their weights and the "
+           "emotion_similarity rule), the participant model's "
            "predicted_rating and features, the participant story's query_emotion and its "
            "probability, and model_version"),
         _c("story_condition", T, "The protocol's condition setting at the time",
