@@ -31,6 +31,7 @@ from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
+from companion.research.unknown import load_frequencies, spelled, unknown_names
 
 SALT_NAME = "export_salt"
 
@@ -227,6 +228,7 @@ class Redactor:
             view, names = truecase(text, gaz, _common)
             spans += names + _name_rules(view) + pet_names(text, gaz)
             spans += context_names(text, gaz, _common) + place_phrases(text, gaz)
+            spans += unknown_names(text, gaz, load_frequencies(), _common)
             views.append(view)
         for text, view, spans, entities in zip(
             texts, views, found, self.ner.spans(views), strict=True
@@ -234,8 +236,9 @@ class Redactor:
             if view is not text:  # no capitals: a guess on words left lower case is weak
                 entities = [e for e in entities if not _all_ordinary(view, e, gaz)]
             spans += entities
-        return [with_places(text, widen(text, spans, gaz, _common), gaz)
-                for text, spans in zip(texts, found, strict=True)]  # fmt: skip
+        out = [with_places(text, widen(text, spans, gaz, _common), gaz)
+               for text, spans in zip(texts, found, strict=True)]  # fmt: skip
+        return [s + spelled(t, s) if t.islower() else s for t, s in zip(texts, out, strict=True)]
 
     def redact(self, text: str | None, use_ner: bool = True) -> str | None:
         if not text:
@@ -356,6 +359,8 @@ def redactor_for(names: Iterable[str | None], ner: Pipeline | None = None) -> Re
         out.add(name.strip())
         out.update(part for part in re.split(r"\s+", name.strip()) if len(part) >= 2)
     gazetteer = load_gazetteer() if ner is not None else None  # fails before anything is written
+    if ner is not None:
+        load_frequencies()
     short = {nick for name in names if name and name.strip()
              for nick in intros.nicknames(name.split()[0])}  # fmt: skip
     # A short form that is a common word ("pat", "sue", "robe") or another known part stays;
