@@ -31,7 +31,7 @@ from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
-from companion.research.unknown import load_frequencies, spelled, unknown_names
+from companion.research.unknown import load_frequencies, name_candidates, spelled, unknown_names
 
 SALT_NAME = "export_salt"
 
@@ -229,7 +229,7 @@ class Redactor:
             spans += names + _name_rules(view) + pet_names(text, gaz)
             spans += context_names(text, gaz, _common) + place_phrases(text, gaz)
             spans += unknown_names(text, gaz, load_frequencies(), _common)
-            views.append(view)
+            views.append(name_candidates(view, gaz, load_frequencies()))
         for text, view, spans, entities in zip(
             texts, views, found, self.ner.spans(views), strict=True
         ):

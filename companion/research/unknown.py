@@ -135,3 +135,18 @@ def spelled(text: str, names: list[Span]) -> list[Span]:
         if first < k:
             spans.append(Span(tokens[first].start(), tok.start() - 1, "PERSON"))
     return spans
+
+
+CANDIDATE_ZIPF = 4.0  # a first name more frequent than this as a word ("will", "sunny") stays
+
+
+def name_candidates(view: str, gaz: Gazetteer, freq: dict[str, float]) -> str:
+    """`view` with census first names that are also English words capitalised ("rory",
+    "jasper"), so the NER pipeline judges them by their context; only its entities count."""
+    chars = list(view)
+    for m in _WORD.finditer(view):
+        word = m.group(0)
+        if (word in gaz.first and word not in STOP and word not in _NOT_PROPER
+                and len(word) > 2 and freq.get(word, 0.0) < CANDIDATE_ZIPF):  # fmt: skip
+            chars[m.start()] = chars[m.start()].upper()
+    return "".join(chars)
