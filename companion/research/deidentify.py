@@ -25,13 +25,12 @@ from typing import Any
 
 from companion.errors import ConfigError
 from companion.files import open_private, private_dir
-from companion.research import context, intros, spoken
+from companion.research import context, intros, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, truecase, typed_names, widen
 from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
-from companion.research.unknown import load_frequencies, name_candidates, spelled, unknown_names
 
 SALT_NAME = "export_salt"
 
@@ -219,17 +218,17 @@ class Redactor:
         if not use_ner or self.ner is None or gaz is None:
             return [self.spans(text) for text in texts]
         found = [self.spans(text, lower_rules=False) for text in texts]
-        views = []
+        views, freq = [], unknown.load_frequencies()
         for text, spans in zip(texts, found, strict=True):
             if any(c.isupper() for c in text):
-                spans += typed_names(text, gaz)
+                spans += typed_names(text, gaz) + unknown.typed_unknown(text, gaz, freq)
                 views.append(text)
                 continue
             view, names = truecase(text, gaz, _common)
             spans += names + _name_rules(view) + pet_names(text, gaz)
             spans += context_names(text, gaz, _common) + place_phrases(text, gaz)
-            spans += unknown_names(text, gaz, load_frequencies(), _common)
-            views.append(name_candidates(view, gaz, load_frequencies()))
+            spans += unknown.unknown_names(text, gaz, freq, _common)
+            views.append(unknown.name_candidates(view, gaz, freq))
         for text, view, spans, entities in zip(
             texts, views, found, self.ner.spans(views), strict=True
         ):
@@ -238,7 +237,7 @@ class Redactor:
             spans += entities
         out = [with_places(text, widen(text, spans, gaz, _common), gaz)
                for text, spans in zip(texts, found, strict=True)]  # fmt: skip
-        return [s + spelled(t, s) if t.islower() else s for t, s in zip(texts, out, strict=True)]
+        return [s + unknown.spelled(t, s) if t.islower() else s for t, s in zip(texts, out, strict=True)]
 
     def redact(self, text: str | None, use_ner: bool = True) -> str | None:
         if not text:
@@ -360,7 +359,7 @@ def redactor_for(names: Iterable[str | None], ner: Pipeline | None = None) -> Re
         out.update(part for part in re.split(r"\s+", name.strip()) if len(part) >= 2)
     gazetteer = load_gazetteer() if ner is not None else None  # fails before anything is written
     if ner is not None:
-        load_frequencies()
+        unknown.load_frequencies()
     short = {nick for name in names if name and name.strip()
              for nick in intros.nicknames(name.split()[0])}  # fmt: skip
     # A short form that is a common word ("pat", "sue", "robe") or another known part stays;

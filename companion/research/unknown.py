@@ -24,8 +24,6 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-import msgpack
-
 from companion.research.casing import _NOT_PROPER, _PLACE_CUES
 from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
@@ -58,6 +56,8 @@ def load_frequencies() -> dict[str, float]:
     if hashlib.sha256(raw).hexdigest() != FREQUENCIES_SHA256:
         raise NerUnavailable(f"{path}: word frequencies missing or not pinned; {INSTALL_HINT}")
     # wordfreq's "cB" format: a header, then one list of words per centibel below 1.
+    import msgpack  # a dependency of wordfreq (the extra), so not imported before here
+
     packed = msgpack.unpackb(gzip.decompress(raw), raw=False)
     return {w: 9 - i / 100 for i, bucket in enumerate(packed[1:]) for w in bucket}
 
@@ -70,9 +70,9 @@ def english(word: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
         return True
     for suffix in ("ed", "ing", "er", "est"):  # stunned, slammed, shopper
         stem = word[: -len(suffix) - 1]
-        if word.endswith(suffix) and len(stem) > 2 and word[-len(suffix) - 2] == stem[-1]:
-            if gaz.is_ordinary(stem):
-                return True
+        doubled = len(stem) > 2 and word[-len(suffix) - 2] == stem[-1]
+        if word.endswith(suffix) and doubled and gaz.is_ordinary(stem):
+            return True
     for suffix in ("iest", "ier", "ily", "iness"):  # funniest, healthier
         if word.endswith(suffix) and gaz.is_ordinary(word[: -len(suffix)] + "y"):
             return True
@@ -150,3 +150,22 @@ def name_candidates(view: str, gaz: Gazetteer, freq: dict[str, float]) -> str:
                 and len(word) > 2 and freq.get(word, 0.0) < CANDIDATE_ZIPF):  # fmt: skip
             chars[m.start()] = chars[m.start()].upper()
     return "".join(chars)
+
+
+def typed_unknown(text: str, gaz: Gazetteer, freq: dict[str, float]) -> list[Span]:
+    """Capitalised words of typed text that the same policy takes for names: at a sentence's
+    start one that is no English word ("Priya and I"), inside one also an English word too
+    rare to be capitalised for any other reason ("or Cally if")."""
+    spans = []
+    for m in re.finditer(r"[A-Z][a-z'-]+", text):
+        word = m.group(0)
+        base = (word[:-2] if word.endswith("'s") else word).strip("'-").lower()
+        if base in _NOT_PROPER or base in STOP or len(base) < 3:
+            continue
+        if m.start() and text[m.start() - 1].isalnum():  # "McDonald": not a word's start
+            continue
+        before = text[: m.start()].rstrip()
+        start = not before or before[-1] in ".!?\"'(:;\n"
+        if (not english(base, gaz, freq)) if start else freq.get(base, 0.0) < NAME_ZIPF:
+            spans.append(Span(m.start(), m.start() + len(base), gaz.label(base)))
+    return spans
