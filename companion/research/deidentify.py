@@ -237,7 +237,8 @@ class Redactor:
             spans += entities
         out = [with_places(text, widen(text, spans, gaz, _common), gaz)
                for text, spans in zip(texts, found, strict=True)]  # fmt: skip
-        return [s + unknown.spelled(t, s) if t.islower() else s for t, s in zip(texts, out, strict=True)]
+        return [s + unknown.spelled(t, s) if t.islower() else s
+                for t, s in zip(texts, out, strict=True)]  # fmt: skip
 
     def redact(self, text: str | None, use_ner: bool = True) -> str | None:
         if not text:
