@@ -156,7 +156,7 @@ class Redactor:
 
     @property
     def method(self) -> str:
-        return f"patterns+ner ({self.ner.name})+gazetteers" if self.ner else "patterns"
+        return f"patterns+ner ({self.ner.name})+gazetteers+wordfreq" if self.ner else "patterns"
 
     def spans(self, text: str, lower_rules: bool = True) -> list[Span]:
         found = [Span(m.start(), m.end(), label) for label, p in WRITTEN for m in p.finditer(text)]
