@@ -92,8 +92,9 @@ def test_ordinary_words_stay(redactor, text):
 
 
 def test_a_surname_said_once_is_redacted_later_in_the_same_export(redactor):
-    later = "they always spell mossop wrong"
-    first, spans = redactor.spans_many(["my name is ottoline mossop and i live alone", later])
-    assert first and any(s.label == "PERSON" and "mossop" in later[s.start : s.end] for s in spans)
+    # a surname that is an English word too ("finch"): no list makes it a name on its own
+    later = "they always spell finch wrong"
+    first, spans = redactor.spans_many(["my name is ottoline finch and i live alone", later])
+    assert first and any(s.label == "PERSON" and "finch" in later[s.start : s.end] for s in spans)
     fresh = redactor_for(["Ottoline"], load_pipeline())  # another export has not heard it
-    assert fresh.redact("they always spell mossop wrong") == "they always spell mossop wrong"
+    assert fresh.redact("they always spell finch wrong") == "they always spell finch wrong"

@@ -25,7 +25,7 @@ from typing import Any
 
 from companion.errors import ConfigError
 from companion.files import open_private, private_dir
-from companion.research import context, intros, spoken
+from companion.research import context, intros, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, truecase, typed_names, widen
 from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
@@ -156,7 +156,7 @@ class Redactor:
 
     @property
     def method(self) -> str:
-        return f"patterns+ner ({self.ner.name})+gazetteers" if self.ner else "patterns"
+        return f"patterns+ner ({self.ner.name})+gazetteers+wordfreq" if self.ner else "patterns"
 
     def spans(self, text: str, lower_rules: bool = True) -> list[Span]:
         found = [Span(m.start(), m.end(), label) for label, p in WRITTEN for m in p.finditer(text)]
@@ -218,24 +218,27 @@ class Redactor:
         if not use_ner or self.ner is None or gaz is None:
             return [self.spans(text) for text in texts]
         found = [self.spans(text, lower_rules=False) for text in texts]
-        views = []
+        views, freq = [], unknown.load_frequencies()
         for text, spans in zip(texts, found, strict=True):
             if any(c.isupper() for c in text):
-                spans += typed_names(text, gaz)
+                spans += typed_names(text, gaz) + unknown.typed_unknown(text, gaz, freq)
                 views.append(text)
                 continue
             view, names = truecase(text, gaz, _common)
             spans += names + _name_rules(view) + pet_names(text, gaz)
             spans += context_names(text, gaz, _common) + place_phrases(text, gaz)
-            views.append(view)
+            spans += unknown.unknown_names(text, gaz, freq, _common)
+            views.append(unknown.name_candidates(view, gaz, freq))
         for text, view, spans, entities in zip(
             texts, views, found, self.ner.spans(views), strict=True
         ):
             if view is not text:  # no capitals: a guess on words left lower case is weak
                 entities = [e for e in entities if not _all_ordinary(view, e, gaz)]
             spans += entities
-        return [with_places(text, widen(text, spans, gaz, _common), gaz)
-                for text, spans in zip(texts, found, strict=True)]  # fmt: skip
+        out = [with_places(text, widen(text, spans, gaz, _common), gaz)
+               for text, spans in zip(texts, found, strict=True)]  # fmt: skip
+        return [s + unknown.spelled(t, s) if t.islower() else s
+                for t, s in zip(texts, out, strict=True)]  # fmt: skip
 
     def redact(self, text: str | None, use_ner: bool = True) -> str | None:
         if not text:
@@ -356,6 +359,8 @@ def redactor_for(names: Iterable[str | None], ner: Pipeline | None = None) -> Re
         out.add(name.strip())
         out.update(part for part in re.split(r"\s+", name.strip()) if len(part) >= 2)
     gazetteer = load_gazetteer() if ner is not None else None  # fails before anything is written
+    if ner is not None:
+        unknown.load_frequencies()
     short = {nick for name in names if name and name.strip()
              for nick in intros.nicknames(name.split()[0])}  # fmt: skip
     # A short form that is a common word ("pat", "sue", "robe") or another known part stays;

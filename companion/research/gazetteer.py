@@ -110,7 +110,14 @@ class Gazetteer:
             base = word[: -len(suffix)] + repl
             if word.endswith(suffix) and len(base) > 2 and base in self.ordinary:  # not "de"+"s"
                 return True
-        return False
+        for suffix in ("ed", "ing", "er", "est"):  # a doubled consonant: stunned, shopper
+            stem = word[: -len(suffix) - 1]
+            if (word.endswith(suffix) and len(stem) > 2 and word[-len(suffix) - 2] == stem[-1]
+                    and stem in self.ordinary):  # fmt: skip
+                return True
+        # funniest, healthier, happily
+        return any(word.endswith(s) and word[: -len(s)] + "y" in self.ordinary
+                   for s in ("iest", "ier", "ily", "iness"))  # fmt: skip
 
     def label(self, word: str) -> str:
         return "PLACE" if word in self.place_names else "PERSON"

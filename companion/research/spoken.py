@@ -193,7 +193,6 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("ADDRESS", SPOKEN_ADDRESS),
     ("ADDRESS", SPOKEN_POSTCODE),
     ("ADDRESS", SPOKEN_FLAT),
-    ("EMAIL", SPOKEN_EMAIL),
     ("PHONE", SPOKEN_DIGITS),
     ("ID", SPOKEN_ID),
     *(("DATE", p) for p in SPOKEN_DATES),
@@ -202,6 +201,8 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("DATE", MORE_DATES),
 ]
 GROUPED: list[tuple[str, re.Pattern[str]]] = [
+    # every start tried (a lookahead): "reach k at k dot lee at gmail dot com" has two
+    ("EMAIL", re.compile(rf"(?=({SPOKEN_EMAIL.pattern}))", re.IGNORECASE)),
     ("AGE", SAID_AGE),
     ("ADDRESS", _LIVED_ON),
     ("ADDRESS", _ON_STREET),
