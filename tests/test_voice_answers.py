@@ -90,6 +90,44 @@ def test_confidence_is_lower_for_noise_forced_answers(cold) -> None:
     assert sum(clean) / len(clean) > sum(noisy) / len(noisy)
 
 
+def test_phone_loop_ratio_tells_an_answer_from_forced_words() -> None:
+    """The likelihood ratio against a free phone loop (confidence.Features.loop_ratio): answers
+    the audio says score nearer the phone loop than other words forced onto the grammar."""
+    cold = PocketsphinxFactory(phone_loop=True)
+    vocab = ("one", "two", "three", "four", "five", "agree", "disagree")
+
+    def ratio(text: str, voice: str) -> tuple[str, float]:
+        cold.reset_adaptation()
+        rec = cold.create("grammar", vocab)
+        rec.accept(pad(speech_pcm(text, voice, 160), 0.6, 1.5))
+        tr = rec.final()
+        assert tr.features is not None, text  # forced onto an answer or a hedge, not garbage
+        return tr.text, tr.features.loop_ratio
+
+    said = [ratio(t, v) for t, v in (("three", "en-us"), ("agree", "en-us"), ("five", "en-gb"))]
+    assert [t for t, _ in said] == ["three", "agree", "five"]
+    forced = [ratio(t, "en-us") for t in ("banana", "hello there", "seven", "my goodness")]
+    assert all(t not in ("banana", "hello there", "seven", "my goodness") for t, _ in forced)
+    mean = lambda xs: sum(x for _, x in xs) / len(xs)  # noqa: E731
+    assert mean(said) > mean(forced) + 1.5  # deterministic: fixed dither seed, fresh decoder
+    assert len({round(x, 6) for _, x in said + forced}) == len(said + forced)  # never constant
+
+
+def test_phone_loop_only_for_answers_and_after_an_abandoned_turn(cold) -> None:
+    off = cold.create("grammar", ANSWER_VOCAB)
+    assert off._loop is None  # off by default (listen.PHONE_LOOP)
+    cold = PocketsphinxFactory(phone_loop=True)
+    rec = cold.create("free")
+    assert rec._loop is None  # stories: no second decode
+    rec = cold.create("grammar", ANSWER_VOCAB)
+    rec.accept(pad(speech_pcm("one", "en-us", 160), 0.6, 0.0))  # abandoned: no final()
+    rec = cold.create("grammar", ANSWER_VOCAB)
+    rec.accept(pad(speech_pcm("four", "en-us", 160), 0.6, 1.5))
+    tr = rec.final()
+    assert tr.text == "four" and tr.features is not None and tr.features.loop_ratio != 0.0
+    assert tr.features.path_per_frame < 0.0  # each frame scored against its best senone
+
+
 def test_clean_speech_in_digital_silence_is_heard(cold) -> None:
     """A near-silent input (synthesised, gated) is no reason to call clean speech noise."""
     heard, _ = listen(cold, pad(speech_pcm("three", "en-us", 160), 0.6, 1.5))
