@@ -73,13 +73,15 @@ def test_stories_have_no_confidence(cold) -> None:
 
 
 def test_confidence_is_lower_for_noise_forced_answers(cold) -> None:
-    """Clean answers are surer than answers heard in 3 dB noise, with the turn's SNR (the
-    channel always adds it)."""
+    """Clean answers are surer than answers heard in 15 dB noise (the noise gate: the
+    quietest room the channel scores an answer in), with the turn's SNR (the channel always
+    adds it). Louder noise is not heard at all (test_speech_buried_in_noise_is_not_heard):
+    the confidence is fitted on answers above the gate only."""
     from companion.voice.confidence import probability, with_snr
 
     clean, noisy = [], []
     for i, text in enumerate(("one", "three", "five", "agree")):
-        for snr, out in ((40, clean), (3, noisy)):
+        for snr, out in ((40, clean), (15, noisy)):
             cold.reset_adaptation()
             rec = cold.create("grammar", ANSWER_VOCAB)
             rec.accept(with_noise(pad(speech_pcm(text, "en-gb+m3", 160), 0.6, 1.5), snr, seed=i))
@@ -234,8 +236,8 @@ def test_an_unlikely_answer_is_not_heard_and_the_snr_is_in_the_confidence(cold) 
     from companion.voice.listen import Transcript, Word
 
     ch = listen(cold, b"", no_speech_timeout_s=1.0)[1]
-    sure = confidence.Features(0.2, -0.1, 1.0, -3.0)
-    unsure = confidence.Features(0.6, -1.5, 0.0, -20.0)
+    sure = confidence.Features(0.2, -0.1, 1.0, -3.0, path_per_frame=-12.0)
+    unsure = confidence.Features(0.6, -1.5, 0.0, -20.0, path_per_frame=-30.0)
     for f in (sure, unsure):
         for snr in (20.0, 35.0):
             tr = Transcript("four", (Word("four", 0.0, 0.4, None),), 0.5, f)
