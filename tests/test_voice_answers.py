@@ -117,7 +117,7 @@ def test_phone_loop_ratio_tells_an_answer_from_forced_words() -> None:
 
 def test_phone_loop_only_for_answers_and_after_an_abandoned_turn(cold) -> None:
     off = cold.create("grammar", ANSWER_VOCAB)
-    assert off._loop is None  # off by default (listen.PHONE_LOOP)
+    assert off._loop is None  # off by default (phoneloop.PHONE_LOOP)
     cold = PocketsphinxFactory(phone_loop=True)
     rec = cold.create("free")
     assert rec._loop is None  # stories: no second decode

@@ -50,7 +50,7 @@ class Features:
 
 # Fitted by tests/bench/bench_answers.py --rescore RUN --states cold --calibrate on the cold
 # run's 8 tuning voices, the extra ones included (intercept, then one per feature), without
-# the phone loop (listen.PHONE_LOOP is off: its weight is 0).
+# the phone loop (phoneloop.PHONE_LOOP is off: its weight is 0).
 INTERCEPT = 3.9841
 WEIGHTS = (-0.1957, 0.8953, 1.5794, 0.0450, -0.0220, 0.0505, 0.0)
 # Answers less likely than this to be right are not heard at all (asked again): with the

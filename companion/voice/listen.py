@@ -20,7 +20,7 @@ from companion.settings.config import VoiceConfig
 from companion.voice import confidence
 from companion.voice.backend import choose_backend
 from companion.voice.confidence import Features
-from companion.voice.phoneloop import PhoneLoop, acoustic
+from companion.voice.phoneloop import PHONE_LOOP, PhoneLoop, acoustic
 
 log = logging.getLogger(__name__)
 
@@ -295,11 +295,6 @@ class PocketsphinxRecognizer:
 
 
 BEAMS = {"beam": 1e-80, "pbeam": 1e-80, "wbeam": 1e-60}
-# A free phone loop decoded beside every answer (phoneloop, the confidence's `loop_ratio`):
-# off, as it did not earn its second decode. Leaving one tuning voice out, the confidence's
-# ROC AUC was 0.766 without it, 0.768 with it, 0.775 with the whole path's score instead
-# (`path_per_frame`, free); bench_answers.py --phone-loop measures it again.
-PHONE_LOOP = False
 
 
 class PocketsphinxFactory:
@@ -384,8 +379,10 @@ class PocketsphinxFactory:
             self._dec.activate_search("_default")
         if mode == "grammar" and self._loop is None and self._phone_loop:
             self._loop = PhoneLoop(SAMPLE_RATE)  # loaded on the first answer of a session
-        self._current = PocketsphinxRecognizer(self._dec, frozenset(garbage), self._frame_s,
-                                               mode == "grammar", frozenset(phrases), self._loop)  # fmt: skip
+        self._current = PocketsphinxRecognizer(
+            self._dec, frozenset(garbage), self._frame_s, mode == "grammar", frozenset(phrases),
+            self._loop,
+        )
         return self._current
 
     def _sounds_like_an_answer(self, hedge: str, phrases: list[str]) -> bool:
