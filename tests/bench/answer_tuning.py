@@ -151,6 +151,26 @@ def calibrate(rows: list[dict], voices: frozenset[str] | None = None) -> tuple[f
     return float(b - weights @ mu), [float(x) for x in weights]
 
 
+def lovo_auc(rows: list[dict]) -> float | None:
+    """ROC AUC of the confidence on a voice it was not fitted on: each tuning voice's answers
+    above the noise gate scored by weights fitted on the other tuning voices, pooled."""
+    from companion.voice import confidence
+
+    gate = VoiceSettings().min_answer_snr_db
+    tune = [r for r in rows if half(r["voice"]) == "tuning" and r["features"] and r["raw"]
+            and r["snr"] >= gate and r["got_raw"] != "unclear"]  # fmt: skip
+    voices = sorted({r["voice"] for r in tune})
+    pos: list[float] = []
+    neg: list[float] = []
+    for left in voices:
+        b, w = calibrate(tune, frozenset(v for v in voices if v != left))
+        for r in tune:
+            if r["voice"] == left:
+                p = confidence.probability(confidence.Features(*r["features"]), tuple(w), b)
+                (pos if r["got_raw"] == r["expected"] else neg).append(p)
+    return auc(pos, neg)
+
+
 def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> None:
     """On the tuning voices: heard-wrong, wrong stored and turns per item by reject and
     read-back threshold; the pair with no wrong value stored and the fewest turns; the

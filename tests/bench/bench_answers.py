@@ -40,6 +40,7 @@ from tests.bench.answer_corpus import Clip, build, groups, half, load_pcm  # noq
 from tests.bench.answer_tuning import (  # noqa: E402
     auc,
     calibrate,
+    lovo_auc,
     outcome,
     rejudge,
     show_cross_validation,
@@ -337,7 +338,8 @@ def calibrate_and_sweep(by_state: dict[str, list[dict]]) -> None:
     from companion.voice.confidence import REJECT_BELOW, REJECT_BELOW_CLEAN
 
     for state, rows in by_state.items():
-        print(f"{state}:")
+        a = lovo_auc(rows)
+        print(f"{state}: leave one tuning voice out, ROC AUC {a if a is None else round(a, 3)}")
         sweep(rows, b, tuple(w))
         show_cross_validation(rows, REJECT_BELOW, REJECT_BELOW_CLEAN)
 
