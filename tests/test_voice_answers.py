@@ -73,13 +73,15 @@ def test_stories_have_no_confidence(cold) -> None:
 
 
 def test_confidence_is_lower_for_noise_forced_answers(cold) -> None:
-    """Clean answers are surer than answers heard in 3 dB noise, with the turn's SNR (the
-    channel always adds it)."""
+    """Clean answers are surer than answers heard in 15 dB noise (the noise gate: the
+    quietest room the channel scores an answer in), with the turn's SNR (the channel always
+    adds it). Louder noise is not heard at all (test_speech_buried_in_noise_is_not_heard):
+    the confidence is fitted on answers above the gate only."""
     from companion.voice.confidence import probability, with_snr
 
     clean, noisy = [], []
     for i, text in enumerate(("one", "three", "five", "agree")):
-        for snr, out in ((40, clean), (3, noisy)):
+        for snr, out in ((40, clean), (15, noisy)):
             cold.reset_adaptation()
             rec = cold.create("grammar", ANSWER_VOCAB)
             rec.accept(with_noise(pad(speech_pcm(text, "en-gb+m3", 160), 0.6, 1.5), snr, seed=i))
@@ -88,6 +90,44 @@ def test_confidence_is_lower_for_noise_forced_answers(cold) -> None:
                 out.append(probability(with_snr(tr.features, snr)))
     assert len(clean) == 4 and noisy
     assert sum(clean) / len(clean) > sum(noisy) / len(noisy)
+
+
+def test_phone_loop_ratio_tells_an_answer_from_forced_words() -> None:
+    """The likelihood ratio against a free phone loop (confidence.Features.loop_ratio): answers
+    the audio says score nearer the phone loop than other words forced onto the grammar."""
+    cold = PocketsphinxFactory(phone_loop=True)
+    vocab = ("one", "two", "three", "four", "five", "agree", "disagree")
+
+    def ratio(text: str, voice: str) -> tuple[str, float]:
+        cold.reset_adaptation()
+        rec = cold.create("grammar", vocab)
+        rec.accept(pad(speech_pcm(text, voice, 160), 0.6, 1.5))
+        tr = rec.final()
+        assert tr.features is not None, text  # forced onto an answer or a hedge, not garbage
+        return tr.text, tr.features.loop_ratio
+
+    said = [ratio(t, v) for t, v in (("three", "en-us"), ("agree", "en-us"), ("five", "en-gb"))]
+    assert [t for t, _ in said] == ["three", "agree", "five"]
+    forced = [ratio(t, "en-us") for t in ("banana", "hello there", "seven", "my goodness")]
+    assert all(t not in ("banana", "hello there", "seven", "my goodness") for t, _ in forced)
+    mean = lambda xs: sum(x for _, x in xs) / len(xs)  # noqa: E731
+    assert mean(said) > mean(forced) + 1.5  # deterministic: fixed dither seed, fresh decoder
+    assert len({round(x, 6) for _, x in said + forced}) == len(said + forced)  # never constant
+
+
+def test_phone_loop_only_for_answers_and_after_an_abandoned_turn(cold) -> None:
+    off = cold.create("grammar", ANSWER_VOCAB)
+    assert off._loop is None  # off by default (phoneloop.PHONE_LOOP)
+    cold = PocketsphinxFactory(phone_loop=True)
+    rec = cold.create("free")
+    assert rec._loop is None  # stories: no second decode
+    rec = cold.create("grammar", ANSWER_VOCAB)
+    rec.accept(pad(speech_pcm("one", "en-us", 160), 0.6, 0.0))  # abandoned: no final()
+    rec = cold.create("grammar", ANSWER_VOCAB)
+    rec.accept(pad(speech_pcm("four", "en-us", 160), 0.6, 1.5))
+    tr = rec.final()
+    assert tr.text == "four" and tr.features is not None and tr.features.loop_ratio != 0.0
+    assert tr.features.path_per_frame < 0.0  # each frame scored against its best senone
 
 
 def test_clean_speech_in_digital_silence_is_heard(cold) -> None:
@@ -196,8 +236,8 @@ def test_an_unlikely_answer_is_not_heard_and_the_snr_is_in_the_confidence(cold) 
     from companion.voice.listen import Transcript, Word
 
     ch = listen(cold, b"", no_speech_timeout_s=1.0)[1]
-    sure = confidence.Features(0.2, -0.1, 1.0, -3.0)
-    unsure = confidence.Features(0.6, -1.5, 0.0, -20.0)
+    sure = confidence.Features(0.2, -0.1, 1.0, -3.0, path_per_frame=-12.0)
+    unsure = confidence.Features(0.6, -1.5, 0.0, -20.0, path_per_frame=-30.0)
     for f in (sure, unsure):
         for snr in (20.0, 35.0):
             tr = Transcript("four", (Word("four", 0.0, 0.4, None),), 0.5, f)

@@ -89,7 +89,8 @@ _TABLES = (
         _c("asr_confidence", R,
            "Voice answers: calibrated probability 0..1 that the recogniser heard the answer "
            "right (pocketsphinx: logistic model over silence share, word duration, hypothesis "
-           "stability, acoustic score and speech-to-noise ratio, fitted on the tuning voices "
+           "stability, answer and whole-path acoustic scores and speech-to-noise ratio, fitted "
+           "on the tuning voices "
            "of the spoken-answer corpus; vosk: mean word posterior). Empty for text turns, "
            "stories and answers not heard"),
         _c("audio_path", T,

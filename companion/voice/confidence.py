@@ -13,6 +13,11 @@ model over what the first pass already has (pure, no audio here):
 - `acoustic_per_frame`: the answer words' acoustic score per frame (higher = better match).
 - `snr_db`: the turn's speech-to-noise ratio (channels measures it, capped at 40 dB): in
   noise a forced answer is likelier wrong (on top of the channel's noise gate, which stays).
+- `path_per_frame`: the whole best grammar path's acoustic score (silence and garbage
+  included) per frame; each frame is scored against its best senone, so it is already a ratio
+  against unconstrained sounds.
+- `loop_ratio`: (best grammar path - free phone loop) acoustic score per frame
+  (`phoneloop`): how much worse the grammar explains the audio than any English phones.
 The weights are fitted on the spoken-answer corpus (tests/bench/bench_answers.py
 --calibrate: the tuning voices; the benchmark reports ROC AUC on the held-out voices), so
 the value is the corpus's probability that the answer was heard right. Below
@@ -38,12 +43,16 @@ class Features:
     stability: float
     acoustic_per_frame: float
     snr_db: float = CLEAN_SNR_DB
+    # Decoder-side scores (log base 1.0001 per frame); 0 in runs saved before them.
+    path_per_frame: float = 0.0
+    loop_ratio: float = 0.0
 
 
 # Fitted by tests/bench/bench_answers.py --rescore RUN --states cold --calibrate on the cold
-# run's 8 tuning voices, the extra ones included (intercept, then one per feature).
-INTERCEPT = 1.6000
-WEIGHTS = (0.6241, 0.6712, 1.7047, 0.0704, 0.0188)
+# run's 8 tuning voices, the extra ones included (intercept, then one per feature), without
+# the phone loop (phoneloop.PHONE_LOOP is off: its weight is 0).
+INTERCEPT = 3.9841
+WEIGHTS = (-0.1957, 0.8953, 1.5794, 0.0450, -0.0220, 0.0505, 0.0)
 # Answers less likely than this to be right are not heard at all (asked again): with the
 # read-back threshold, the pair that stores no wrong value in the fewest turns on the
 # tuning voices, cold (bench_answers.py --rescore --calibrate).
@@ -65,9 +74,11 @@ def reject_below(snr_db: float, noisy: float = REJECT_BELOW,
 
 def features(silence_frames: int, total_frames: int, word_frames: list[int],
              stable: int, partials: int, acoustic: float,
-             snr_db: float = CLEAN_SNR_DB) -> Features:  # fmt: skip
+             snr_db: float = CLEAN_SNR_DB, path: float = 0.0,
+             loop: float | None = None) -> Features:  # fmt: skip
     """From the decoder's best path: frames in silence and in each answer word, how many of
-    the running hypotheses were the answer, and the answer words' total acoustic score."""
+    the running hypotheses were the answer, the answer words' total acoustic score, the whole
+    path's acoustic score and the phone loop's on the same frames (None: no phone loop)."""
     frames = max(1, sum(word_frames))
     per_word = frames / max(1, len(word_frames))
     return Features(
@@ -76,6 +87,8 @@ def features(silence_frames: int, total_frames: int, word_frames: list[int],
         stability=stable / max(1, partials),
         acoustic_per_frame=acoustic / frames,
         snr_db=_capped(snr_db),
+        path_per_frame=path / max(1, total_frames),
+        loop_ratio=0.0 if loop is None else (path - loop) / max(1, total_frames),
     )
 
 

