@@ -10,7 +10,7 @@ import pytest
 
 from companion.research.deidentify import load_or_create_salt, pseudonym, redactor_for
 from companion.research.export import ExportOptions, export_home
-from tests.helpers.run import run_cli
+from tests.helpers.run import REPO, run_cli
 from tests.helpers.study import PLANTED, fill_study, make_home
 
 
@@ -219,3 +219,16 @@ def test_cli_without_the_pipeline_says_so_in_one_line(planted_home, tmp_path, mo
     done = run_cli("export", "--home", str(planted_home.home.path), "--out", str(out),
                    "--deidentify")  # no transcripts: nothing for the pipeline to read
     assert done.returncode == 0, done.stderr
+
+
+def test_the_test_extra_installs_every_optional_tool_the_tests_exercise() -> None:
+    """CI installs only `.[test]` (deploy/setup.sh --test): a package added to the deidentify
+    or research extra but not to the test extra passes on a developer's venv and fails in CI."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for extra in ("deidentify", "research"):
+        missing = set(extras[extra]) - set(extras["test"])
+        assert not missing, f"add {sorted(missing)} of the {extra} extra to the test extra"
