@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib
+import importlib.util
 import re
 from collections.abc import Callable
 from functools import lru_cache
@@ -47,11 +47,11 @@ _JOINS = {"dot", "at", "underscore", "dash", "hyphen"}
 @lru_cache(maxsize=1)
 def load_frequencies() -> dict[str, float]:
     """word -> Zipf frequency for the English words of zipf >= 3, checked and read once."""
-    try:
-        module = importlib.import_module(FREQUENCIES[0])
-    except ImportError:
-        raise NerUnavailable(f"word frequencies {FREQUENCIES[0]} missing; {INSTALL_HINT}") from None
-    path = Path(module.__file__ or "").parent / FREQUENCIES[1]
+    # Located, not imported: importing wordfreq would load ftfy, langcodes and regex for nothing.
+    spec = importlib.util.find_spec(FREQUENCIES[0])
+    if spec is None or not spec.submodule_search_locations:
+        raise NerUnavailable(f"word frequencies {FREQUENCIES[0]} missing; {INSTALL_HINT}")
+    path = Path(list(spec.submodule_search_locations)[0]) / FREQUENCIES[1]
     raw = path.read_bytes() if path.is_file() else b""
     if hashlib.sha256(raw).hexdigest() != FREQUENCIES_SHA256:
         raise NerUnavailable(f"{path}: word frequencies missing or not pinned; {INSTALL_HINT}")
