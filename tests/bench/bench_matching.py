@@ -11,6 +11,7 @@ winning rule is not judged on the rows it was picked on.
 
     .venv/bin/python models/calibrate_ack.py --data situations.csv   # trains the fold models once
     .venv/bin/python tests/bench/bench_matching.py --data situations.csv [--scratch models/.build]
+        [--fold-models 'DIR/cand-fold{k}.fp32.onnx']   # a candidate config's fold models instead
 
 Needs the build extra (the fold models are quantized by models/build.py when not cached).
 """
@@ -35,8 +36,11 @@ WEIGHTS = (0.2, 0.4, 0.6, 0.8, 1.0)  # the emotion weight; semantic = 1 - it
 METRICS = ("agreement", "bhattacharyya")
 
 
-def fold_encodings(data: Path, scratch: Path, folds: int) -> list[dict[str, np.ndarray]]:
-    """Per fold: its held-out rows' embeddings, emotion probabilities and labels."""
+def fold_encodings(data: Path, scratch: Path, folds: int,
+                   template: str | None = None) -> list[dict[str, np.ndarray]]:  # fmt: skip
+    """Per fold: its held-out rows' embeddings, emotion probabilities and labels. `template`
+    (with {k}) names fp32 fold models trained on the same folds by another config
+    (`calibrate_ack.py --fold K --fold-out PATH --config JSON`)."""
     import build
     import onnxruntime as ort
     from calibrate_ack import cache_keys
@@ -52,6 +56,9 @@ def fold_encodings(data: Path, scratch: Path, folds: int) -> list[dict[str, np.n
     for k in range(folds):
         fp32 = scratch / f"ack-oof-{train_key}-fold{k}.fp32.onnx"
         int8 = scratch / f"ack-oof-{train_key}-q{quant_key}-fold{k}.onnx"
+        if template:
+            fp32 = Path(template.format(k=k))
+            int8 = fp32.with_name(fp32.name.replace(".fp32.onnx", f".q{quant_key}.onnx"))
         if not fp32.exists():
             sys.exit(f"{fp32} is missing: run models/calibrate_ack.py --data {data} "
                      f"--folds {folds} --scratch {scratch} first")  # fmt: skip
@@ -90,8 +97,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, required=True, help="EmpatheticDialogues situations CSV")
     ap.add_argument("--scratch", type=Path, default=REPO / "models" / ".build")
     ap.add_argument("--folds", type=int, default=3, help="calibrate_ack.py's folds")
+    ap.add_argument("--fold-models", help="fp32 fold models of another config, {k} = fold")
     args = ap.parse_args()
-    folds = fold_encodings(args.data, args.scratch, args.folds)
+    folds = fold_encodings(args.data, args.scratch, args.folds, args.fold_models)
     allp = np.concatenate([f["probs"] for f in folds])
     ally = np.concatenate([f["y"] for f in folds])
     order = np.argsort(-allp, 1)
