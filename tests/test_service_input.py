@@ -16,14 +16,31 @@ from zoneinfo import ZoneInfo
 
 from tests.helpers.run import REPO, SCRIPT, one_error_line, run_cli
 
-TZ = "Europe/London"
+# Offsets from UTC that put some zone in daytime at every hour of the day.
+ZONES = ("Europe/London", "America/New_York", "America/Los_Angeles", "Europe/Moscow",
+         "Asia/Tokyo", "Pacific/Auckland")  # fmt: skip
+
+
+def daytime_zone(now: datetime) -> str:
+    """A participant timezone where it is 09:00-18:59 at `now`: a 90-minute window that starts
+    now then lies inside the local day, before the default quiet hours, whenever the test runs
+    (with London alone it failed every evening after 21:00)."""
+    return next(z for z in ZONES if 9 <= now.astimezone(ZoneInfo(z)).hour < 19)
+
+
+TZ = daytime_zone(datetime.now(ZoneInfo("UTC")))
 
 
 def window_from_now() -> str:
     now = datetime.now(ZoneInfo(TZ))
-    if now.hour >= 21:  # keep the window inside the day, before the default quiet hours
-        now = now.replace(hour=8, minute=0)
     return f"{now:%H:%M}-{now + timedelta(minutes=90):%H:%M}"
+
+
+def test_some_zone_is_in_daytime_at_every_hour() -> None:
+    start = datetime(2026, 1, 1, tzinfo=ZoneInfo("UTC"))
+    for hours in range(0, 366 * 24, 7):  # every hour of the day, through a year of DST changes
+        now = start + timedelta(hours=hours, minutes=30)
+        assert 9 <= now.astimezone(ZoneInfo(daytime_zone(now))).hour < 19
 
 
 def protocol_with_window(path: Path) -> Path:
