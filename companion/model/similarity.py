@@ -18,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
+from companion.engine import protocol as study
 from companion.engine.protocol import EMOTION_METRICS, EmotionMetric
 
 
@@ -33,9 +34,9 @@ class Encoded(Protocol):
 
 @dataclass(frozen=True)
 class ScoreWeights:
-    semantic: float = 0.4  # the default protocol's [matching]
-    emotion: float = 0.6
-    metric: EmotionMetric = "agreement"
+    semantic: float = study.Protocol.semantic_weight  # the protocol's [matching] defaults
+    emotion: float = study.Protocol.emotion_weight
+    metric: EmotionMetric = study.Protocol.emotion_similarity
 
 
 @dataclass(frozen=True)

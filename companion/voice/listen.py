@@ -20,7 +20,7 @@ from companion.settings.config import VoiceConfig
 from companion.voice import confidence
 from companion.voice.backend import choose_backend
 from companion.voice.confidence import Features
-from companion.voice.phoneloop import PHONE_LOOP, PhoneLoop, acoustic
+from companion.voice.phoneloop import PHONE_LOOP, PhoneLoop
 
 log = logging.getLogger(__name__)
 
@@ -267,12 +267,14 @@ class PocketsphinxRecognizer:
         logmath = self._dec.get_logmath()
         words: list[Word] = []
         silence = 0
-        acoustic_sum = 0.0
+        acoustic_sum = path = 0.0  # the answer words' acoustic score; the whole path's
         for seg in self._dec.seg():
+            score = float(logmath.log(max(float(seg.ascore), 1e-300)))
+            path += score
             if seg.word.startswith(("<", "[", "+")) or seg.word == "(NULL)":
                 silence += max(0, seg.end_frame - seg.start_frame + 1) * seg.word.startswith("<")
                 continue
-            acoustic_sum += float(logmath.log(max(float(seg.ascore), 1e-300)))
+            acoustic_sum += score
             words.append(Word(self._clean(seg.word), seg.start_frame * self._frame_s,
                               (seg.end_frame + 1) * self._frame_s, None))  # fmt: skip
         answer = [w for w in words if w.text != UNKNOWN]
@@ -284,7 +286,7 @@ class PocketsphinxRecognizer:
             silence, max(1, int(self._dec.n_frames())),
             [round((w.end_s - w.start_s) / self._frame_s) for w in answer],
             sum(t == text for t in self._partials), len(self._partials), acoustic_sum,
-            path=acoustic(self._dec), loop=loop,
+            path=path, loop=loop,
         )  # fmt: skip
         self.features = feats
         conf = confidence.probability(feats)

@@ -29,12 +29,13 @@ sys.path[:0] = [str(REPO), str(REPO / "models")]
 from companion.model.encode import Encoder, read_emotion_csv  # noqa: E402
 
 
-def fold_models(data: Path, scratch: Path, seed: int, folds: int, jobs: int) -> list[Path]:
+def fold_models(enc: Encoder, data: Path, scratch: Path, seed: int, folds: int,
+                jobs: int) -> list[Path]:  # fmt: skip
     """The fp32 fold models of the shipped config under `seed`, trained where missing."""
     import build
     from calibrate_ack import cache_keys
 
-    cfg = {**Encoder.load().meta["training"]["config"], "seed": seed}
+    cfg = {**enc.meta["training"]["config"], "seed": seed}
     cfg_json = json.dumps(cfg, sort_keys=True)
     key = cache_keys(data, cfg_json, folds, build.QUANT)[0]
     paths = [scratch / f"ack-oof-{key}-fold{k}.fp32.onnx" for k in range(folds)]
@@ -50,11 +51,10 @@ def fold_models(data: Path, scratch: Path, seed: int, folds: int, jobs: int) -> 
     return paths
 
 
-def out_of_fold(data: Path, paths: list[Path], seed: int) -> np.ndarray:
+def out_of_fold(enc: Encoder, data: Path, paths: list[Path], seed: int) -> np.ndarray:
     import build
     import onnxruntime as ort
 
-    enc = Encoder.load()
     _, texts = read_emotion_csv(data)
     fold_of = build.stratified_folds(np.asarray(build.load_rows(data)[1]), len(paths), seed)
     probs = np.zeros((len(texts), 32))
@@ -87,10 +87,10 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2, help="fold models trained at once")
     args = ap.parse_args()
     y = np.asarray(read_emotion_csv(args.data)[0])
-    runs = []
+    runs, enc = [], Encoder.load()  # its tokenizer windows every text; its sidecar the config
     for seed in args.seeds:
-        paths = fold_models(args.data, args.scratch, seed, args.folds, args.jobs)
-        runs.append(out_of_fold(args.data, paths, seed))
+        paths = fold_models(enc, args.data, args.scratch, seed, args.folds, args.jobs)
+        runs.append(out_of_fold(enc, args.data, paths, seed))
         print(f"seed {seed}, {args.folds}-fold, out of fold: {top(runs[-1], y)}")
     singles = [float(np.mean(np.argmax(p, 1) == y)) for p in runs]
     print(f"single seeds: top-1 mean {np.mean(singles):.4f}, range "
