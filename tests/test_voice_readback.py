@@ -128,6 +128,25 @@ def test_benchmark_counts_read_back_replies_as_heard() -> None:
     assert simulate(item, lambda *a: False)["turns_per_item"] == 1.0
 
 
+def test_the_perfect_confidence_floor_stores_right_decodes_and_asks_wrong_ones_again() -> None:
+    from tests.bench.answer_tuning import oracle, simulate
+
+    never = lambda *a: False  # noqa: E731
+    right = _row("g", "four", "value:4", "unclear", conf=None) | {"got_raw": "value:4"}
+    wrong = _row("g", "four", "value:4", "value:5", conf=0.99) | {"got_raw": "value:5"}
+    judged = oracle([right, wrong])
+    assert [r["got"] for r in judged] == ["value:4", "unclear"]  # a rejected right decode kept
+    # each clip opens an item: from the wrong one it is asked again and the right one stored
+    # (2 turns), from the right one stored at once (1 turn)
+    assert simulate(oracle([wrong, right]), never) == {
+        "wrong_stored": 0, "turns_per_item": 1.5, "items": 2,
+        "wrong_after_read_back": 0}  # fmt: skip
+    # the floor is below every real policy's turns on the same decodes (here: read back all)
+    yes = _row("confirm", "yes", "value:1", "value:1") | {"got_raw": "value:1"}
+    assert simulate(oracle([wrong, right, yes]), never)["turns_per_item"] < simulate(
+        [wrong, right, yes], lambda *a: True)["turns_per_item"]  # fmt: skip
+
+
 def test_confusable_phrases_are_read_back_however_sure(monkeypatch) -> None:
     from companion.engine import confirm
     from companion.engine.confirm import THRESHOLD, needs_confirmation

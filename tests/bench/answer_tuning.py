@@ -100,6 +100,21 @@ def simulate(rows: list[dict], policy, max_reprompts: int = 2,
             "wrong_after_read_back": confirmed_wrong}  # a "no" heard as yes  # fmt: skip
 
 
+def oracle(rows: list[dict]) -> list[dict]:
+    """The rows judged by a perfect confidence: every answer the recogniser decoded right is
+    stored without a read-back, every other one is not heard (asked again). No confidence or
+    read-back policy can need fewer turns from the same decodes: the floor set by the
+    recogniser itself."""
+    out = []
+    for r in rows:
+        r = dict(r)
+        if r["group"] != "confirm":
+            right = r["got_raw"] == r["expected"]
+            r["got"], r["conf"] = (r["got_raw"], 1.0) if right else ("unclear", None)
+        out.append(r)
+    return out
+
+
 def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
             reject: float, reject_clean: float | None = None) -> list[dict]:  # fmt: skip
     """The channel's judgement again from the saved features (with the turn's SNR)."""

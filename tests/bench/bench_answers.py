@@ -41,6 +41,7 @@ from tests.bench.answer_tuning import (  # noqa: E402
     auc,
     calibrate,
     lovo_auc,
+    oracle,
     outcome,
     rejudge,
     show_cross_validation,
@@ -280,6 +281,10 @@ def stats(rows: list[dict], tts_s: list[float]) -> dict:
         "policies": {name: simulate(rows, pol) for name, pol in bench_policy().items()},
         "replies_heard": {name: simulate(rows, pol, replies_heard=True)
                           for name, pol in bench_policy().items()},  # fmt: skip
+        # The floor of turns per item a perfect confidence would reach on these decodes.
+        "oracle": {room: simulate(oracle([r for r in rows if room in ("all", r["room"])]),
+                                  bench_policy()["never"])["turns_per_item"]
+                   for room in ("all", *sorted(rooms))},  # fmt: skip
     }
 
 
@@ -326,6 +331,10 @@ def show(res: dict, seconds: float) -> None:
                 f"{s['turns_per_item']:.2f}  ({s['items']} items; if every read-back reply "
                 f"were heard: {ideal['wrong_stored']} / {ideal['turns_per_item']:.2f})"
             )
+        if "oracle" in r:
+            floor = ", ".join(f"{k} {v:.2f}" for k, v in r["oracle"].items() if k != "all")
+            print(f"  a perfect confidence (no read-back, only wrong decodes asked again): "
+                  f"turns/item {r['oracle']['all']:.2f} ({floor})")  # fmt: skip
 
 
 def calibrate_and_sweep(by_state: dict[str, list[dict]]) -> None:
