@@ -21,7 +21,7 @@ import random
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,9 +49,6 @@ class TrainConfig:
     distill: float = 0.5  # weight of (1 - cos(student, frozen MiniLM)) keeping embeddings semantic
     dropout: float = 0.1
     seed: int = 1234
-    # Copies trained on the same rows with seeds seed, seed+1, ... and their weights averaged
-    # (a uniform weight soup): most of an ensemble's accuracy at one model's size and speed.
-    soup: int = 1
 
 
 def seed_all(seed: int) -> None:
@@ -109,25 +106,6 @@ def predict(model: EmpathyModel, ids, idx) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train(ids, labels, idx, teacher: np.ndarray, cfg: TrainConfig) -> EmpathyModel:
-    """Fine-tune on rows `idx`; with `cfg.soup` > 1, that many copies averaged.
-
-    The copies differ only by seed (head initialisation, batch order, dropout) and start from
-    the same MiniLM weights, so they stay in one basin and their average is a working model
-    (Wortsman et al. 2022, "Model soups"); copy 0 is the single model of the same config.
-    """
-    if cfg.soup <= 1:
-        return train_one(ids, labels, idx, teacher, cfg)
-    copies = [train_one(ids, labels, idx, teacher, replace(cfg, seed=cfg.seed + i, soup=1))
-              for i in range(cfg.soup)]  # fmt: skip
-    state = copies[0].state_dict()
-    for name, value in state.items():
-        if value.is_floating_point():
-            state[name] = torch.stack([c.state_dict()[name] for c in copies]).mean(0)
-    copies[0].load_state_dict(state)
-    return copies[0].eval()
-
-
-def train_one(ids, labels, idx, teacher: np.ndarray, cfg: TrainConfig) -> EmpathyModel:
     seed_all(cfg.seed)
     model = load_pretrained(source_dir(), len(EMOTIONS), cfg.dropout)
     # Token tables stay frozen: fewer parameters to overfit with ~3k texts, and faster steps.
@@ -304,8 +282,6 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=TrainConfig.lr)
     ap.add_argument("--distill", type=float, default=TrainConfig.distill)
     ap.add_argument("--label-smoothing", type=float, default=TrainConfig.label_smoothing)
-    ap.add_argument("--soup", type=int, default=TrainConfig.soup,
-                    help="copies trained with consecutive seeds, weights averaged")  # fmt: skip
     ap.add_argument("--scratch", type=Path, default=HERE / ".build", help="scratch directory")
     ap.add_argument(
         "--cv-from", type=Path, help="JSON line from an earlier --cv-only run of the same config"
@@ -325,7 +301,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     torch.use_deterministic_algorithms(True)
     cfg = TrainConfig(epochs=args.epochs, lr=args.lr, distill=args.distill,
-                      label_smoothing=args.label_smoothing, soup=args.soup)  # fmt: skip
+                      label_smoothing=args.label_smoothing)  # fmt: skip
     scratch = args.scratch
     scratch.mkdir(parents=True, exist_ok=True)
 
