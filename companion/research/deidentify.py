@@ -118,6 +118,9 @@ _BIRTHDAY = re.compile(r"\b([A-Za-z][\w-]+)'s?\s+birthday\b")
 # written as one token or in groups ("PN 88213 774", "QQ 12 34 56 C").
 ID = re.compile(r"\b(?=[A-Z0-9-]*\d[A-Z0-9-]*\d[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9-]{5,}\b")
 GROUPED_ID = re.compile(r"\b[A-Z]{1,3}(?:\s?\d{2,}){2,4}(?:\s?[A-Z])?\b")
+# A UK number plate ("BP68 WZN") and a bank sort code ("80-22-61").
+PLATE = re.compile(r"\b[A-Z]{2}\d{2}\s?[A-Z]{3}\b")
+SORT_CODE = re.compile(r"(?<![\d-])\d{2}-\d{2}-\d{2}(?![\d-])")
 # A year, with the day it names if any ("Boxing Day 1987"): dates pin people down.
 YEAR = re.compile(
     r"\b(?:(?i:christmas|boxing|new year's|valentine's|easter|bonfire)\s+"
@@ -133,6 +136,8 @@ WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     *(("DATE", p) for p in DATES),
     ("ID", ID),
     ("ID", GROUPED_ID),
+    ("ID", PLATE),
+    ("ID", SORT_CODE),
     ("DATE", YEAR),
     *spoken.PATTERNS,
 ]
@@ -174,9 +179,17 @@ class Redactor:
                   if _birthday_name(text, m)]  # fmt: skip
         for label, pattern in (*spoken.GROUPED, ("AGE", RELATIVE_AGE)):
             found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
+        for m in spoken.NAME_IS_AGE.finditer(text):  # "pearl is sixty three and ..."
+            word = m.group(1)
+            if (word[0].isupper() and not re.fullmatch(_NOT_NAMES, word)) or (
+                    word.islower() and word not in context.STOP and self.nameish(word)):
+                found.append(Span(m.start(2), m.end(2), "AGE"))
         for m in spoken.AGE_MARKED.finditer(text):  # one of its alternatives' groups
             g = next(i for i in range(1, 7) if m.group(i))
             found.append(Span(m.start(g), m.end(g), "AGE"))
+        # a run of numbers no other pattern read (a phone or a date keeps its own tag)
+        found += [Span(m.start(), m.end(), "ID") for m in spoken.NUMBER_RUN.finditer(text)
+                  if not any(s.start < m.end() and m.start() < s.end for s in found)]  # fmt: skip
         for name in (*self.names, *sorted(self.learned), *self.short):
             rx = rf"\b{re.escape(name)}(?:'s)?\b"
             found += [Span(m.start(), m.end(), "PERSON") for m in re.finditer(rx, text, re.I)]

@@ -35,6 +35,31 @@ _NAME_KIND = re.compile(
     r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens)\b"
 )
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
+# "glasgow airport", "the Queen Elizabeth Hospital", "moseley road baths", "the Jewellery
+# Quarter": a building or district named by its kind. Said with a name part it is one
+# place in one town, so it locates the speaker as a town does.
+_HEADS = (
+    r"airport|hospital|infirmary|hospice|station|school|academy|college|university|church|"
+    r"chapel|temple|mosque|gurdwara|synagogue|centre|center|baths|lido|suite|quarter|market|"
+    r"stadium|arena|museum|gallery|theatre|library|park|spa|zoo|surgery|hotel|arms|inn"
+)
+_HEAD_PHRASE = re.compile(
+    rf"\b((?:[A-Za-z][\w'-]+\s+){{1,3}})(?i:{_HEADS})\b"
+)
+# Words that make a kind ordinary rather than a name ("the local hospital", "the train
+# station", "primary school"): checked on every name word.
+_MODIFIERS = frozenset(
+    "local new old nearest nearby main big little small general same other whole private "
+    "children's kids women's maternity mental community village town city's primary "
+    "secondary high grammar boarding nursery sunday night medical dental police fire petrol "
+    "bus train railway coach tube underground car theme water amusement leisure shopping "
+    "garden health sports swimming football bridal honeymoon hotel first last next".split()
+)
+# "at city hospital", "to central station": bare, after a preposition, a kind with a name
+# part of ordinary words is still a proper name ("at the city hospital" stays).
+_BARE_CUES = frozenset("at in to from near outside into by".split())
+_BARE_HEADS = frozenset("airport hospital infirmary baths temple quarter suite stadium".split())
+_QUARTER = re.compile(r"\b(?i:the)\s+(?i:north|south|east|west)\s+(?i:end)\b(?!\s+of\b)")
 
 
 def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
@@ -59,6 +84,41 @@ def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
         words = [w for w in m.groups() if w]
         if all(_named(w, lower, gaz) for w in words):
             spans.append(Span(m.start(), m.end(), "PLACE"))
+    spans += [Span(m.start(), m.end(), "PLACE") for m in _QUARTER.finditer(text)]
+    return spans + _headed(text, lower, gaz)
+
+
+def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
+    """Buildings and districts named with their kind: the name words just before the kind,
+    as many as can be (typed: capitalised with the kind capitalised too; spoken: at least
+    one no English word, or bare after a preposition)."""
+    spans = []
+    for m in _HEAD_PHRASE.finditer(text):
+        head = text[m.end(1) : m.end()]
+        words = m.group(1).split()
+        # keep the words nearest the kind that can belong to a name
+        kept: list[str] = []
+        for word in reversed(words):
+            base = word.lower().removesuffix("'s")
+            if base in _NOT_A_NAME or base in _MODIFIERS or (not lower and not word[0].isupper()):
+                break
+            kept.insert(0, word)
+        # and not the verb that leads up to it ("walking [around] sf zoo")
+        while kept and lower and gaz.is_ordinary(kept[0]) and kept[0] not in gaz.places:
+            kept.pop(0)
+        if not kept:
+            continue
+        start = m.end(1) - len(" ".join(kept)) - (len(m.group(1)) - len(m.group(1).rstrip()))
+        if not lower:
+            ok = head[0].isupper()
+        else:
+            before = text[: start].split()[-1:]
+            bare = bool(before) and before[0] in _BARE_CUES and head.lower() in _BARE_HEADS
+            # GeoNames knows "mine", "gas" and "son" as places: a name word here must be no
+            # English word at all ("glasgow", "moseley", "jewellery")
+            ok = bare or any(not gaz.is_ordinary(w.removesuffix("'s")) for w in kept)
+        if ok:
+            spans.append(Span(start, m.end(), "PLACE"))
     return spans
 
 

@@ -89,7 +89,8 @@ AGE = re.compile(
 _UNITS = (
     r"minutes?|hours?|days?|weeks?|months?|years?|times?|pounds?|quid|miles?|pence|percent|"
     r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?|o'clock|"
-    r"am|pm|in the|at|on|out of|thirty|fifteen|forty five|quid|grand|pence|p"
+    r"am|pm|in the|at|on|out of|thirty|fifteen|forty five|quid|grand|pence|p|"
+    r"doors?|streets?|houses?|stops?|floors?|steps?|blocks?|sizes?"
 )
 # "back in sixty eight", "the summer of seventy six": a year said by its last two digits.
 SHORT_YEAR = re.compile(
@@ -189,6 +190,46 @@ ON_DAY = re.compile(
     r"\b(?![./,]\d)"
 )
 
+# "saturday the fifth", "on Friday the 11th": a weekday with its date pins a day.
+_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+WEEKDAY_DATE = re.compile(
+    rf"\b{_WEEKDAY}\s+(?:the\s+)?(?:{_ORDINAL}|{_ORD_DIGITS})\b(?!\s+(?:time|floor|row)\b)",
+    re.IGNORECASE,
+)
+# "due in april", "since last august", "the wedding in may": a month said alone after a word
+# that makes it a time (not "may i", "march on"); a month narrows a birth or an event.
+MONTH_ALONE = re.compile(
+    r"\b(?:in|since|until|till|by|last|next|this|early|late|mid|end of|beginning of|start of|"
+    rf"middle of|during|before|after)\s+(?:(?:early|late|mid)[\s-]+)?({_MONTH})\b"
+    r"(?!\s+(?:i|we|you|he|she|they|it|be|have|not)\b)",
+    re.IGNORECASE,
+)
+# Four or more number words in a row that no other pattern read ("twenty forty five
+# seventy seven", a sort code; "nine two ninety eight", a date the short way; "one nine i
+# zero eight four seven e", a register pin): a number said in groups identifies whatever it
+# numbers. A single letter inside counts when numbers are on both sides.
+_RUN_WORD = rf"(?:{_DIGIT}|{_TEEN}|{_TENS})"
+NUMBER_RUN = re.compile(
+    rf"(?<![\w'-]){_RUN_WORD}(?:[\s-]+(?:[a-z][\s-]+)?{_RUN_WORD}){{3,}}\b"
+    r"(?:\s+(?![ai]\b)[a-z]\b)?",
+    re.IGNORECASE,
+)
+# "who's seventy-four and grows chillies", "pearl is sixty three and does aqua": a person
+# (named, or "who") is a bare number and then goes on with the sentence.
+_AGE_END = (
+    r"(?=\s*(?:[,.;:!?]|$)|\s+(?:and|now|but|so|already|still|next|this|today|yet|going|"
+    r"with|in|on)\b)"
+)
+WHO_AGE = re.compile(
+    rf"\b(?i:who(?:'s|\s+is|\s+was|'ll\s+be|\s+will\s+be|\s+turned|\s+turns))\s+"
+    rf"((?i:{AGE_NUMBER}|1[01]\d))\b{NOT_AN_AGE}{_AGE_END}"
+)
+NAME_IS_AGE = re.compile(
+    rf"\b([a-z][\w'-]+),?\s+(?:is|was|turns|turned|'s)\s+((?i:{AGE_NUMBER}|1[01]\d))\b"
+    rf"{NOT_AN_AGE}{_AGE_END}",
+    re.IGNORECASE,
+)
+
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("ADDRESS", SPOKEN_ADDRESS),
     ("ADDRESS", SPOKEN_POSTCODE),
@@ -199,6 +240,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("AGE", AGE),
     ("DATE", SHORT_YEAR),
     ("DATE", MORE_DATES),
+    ("DATE", WEEKDAY_DATE),
 ]
 GROUPED: list[tuple[str, re.Pattern[str]]] = [
     # every start tried (a lookahead): "reach k at k dot lee at gmail dot com" has two
@@ -207,4 +249,6 @@ GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("ADDRESS", _LIVED_ON),
     ("ADDRESS", _ON_STREET),
     ("DATE", ON_DAY),
+    ("DATE", MONTH_ALONE),
+    ("AGE", WHO_AGE),
 ]  # the group is the span
