@@ -21,8 +21,7 @@ def redactor() -> Redactor:
     ("text", "gone", "tag"),
     [
         # a building or district named with its kind, typed or spoken
-        ("We met at the Royal Victoria Infirmary car park.", "Royal Victoria Infirmary",
-         "[PLACE]"),
+        ("We met at the Royal Victoria Infirmary car park.", "Royal Victoria Infirmary", "[PLACE]"),
         ("my cousin flies into aberdeen airport tonight", "aberdeen airport", "[PLACE]"),
         ("she swims every week at govanhill baths", "govanhill", "[PLACE]"),
         ("he had his knee done at county hospital last year", "county hospital", "[PLACE]"),

@@ -182,7 +182,8 @@ class Redactor:
         for m in spoken.NAME_IS_AGE.finditer(text):  # "pearl is sixty three and ..."
             word = m.group(1)
             if (word[0].isupper() and not re.fullmatch(_NOT_NAMES, word)) or (
-                    word.islower() and word not in context.STOP and self.nameish(word)):
+                word.islower() and word not in context.STOP and self.nameish(word)
+            ):
                 found.append(Span(m.start(2), m.end(2), "AGE"))
         for m in spoken.AGE_MARKED.finditer(text):  # one of its alternatives' groups
             g = next(i for i in range(1, 7) if m.group(i))

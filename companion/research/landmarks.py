@@ -34,6 +34,12 @@ _NAME_KIND = re.compile(
     r"estuary|coast|riviera|fjords|alps|highlands|lakes|broads|falls|gorge|national park|"
     r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens)\b"
 )
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
 # "glasgow airport", "the Queen Elizabeth Hospital", "moseley road baths", "the Jewellery
 # Quarter": a building or district named by its kind. Said with a name part it is one
@@ -43,22 +49,20 @@ _HEADS = (
     r"chapel|temple|mosque|gurdwara|synagogue|centre|center|baths|lido|suite|quarter|market|"
     r"stadium|arena|museum|gallery|theatre|library|park|spa|zoo|surgery|hotel|arms|inn"
 )
-_HEAD_PHRASE = re.compile(
-    rf"\b((?:[A-Za-z][\w'-]+\s+){{1,3}})(?i:{_HEADS})\b"
-)
+_HEAD_PHRASE = re.compile(rf"\b((?:[A-Za-z][\w'-]+\s+){{1,3}})(?i:{_HEADS})\b")
 # Words that make a kind ordinary rather than a name ("the local hospital", "the train
 # station", "primary school"): checked on every name word.
-_MODIFIERS = frozenset(
+_MODIFIERS = _words(
     "local new old nearest nearby main big little small general same other whole private "
     "children's kids women's maternity mental community village town city's primary "
     "secondary high grammar boarding nursery sunday night medical dental police fire petrol "
     "bus train railway coach tube underground car theme water amusement leisure shopping "
-    "garden health sports swimming football bridal honeymoon hotel first last next".split()
+    "garden health sports swimming football bridal honeymoon hotel first last next"
 )
 # "at city hospital", "to central station": bare, after a preposition, a kind with a name
 # part of ordinary words is still a proper name ("at the city hospital" stays).
-_BARE_CUES = frozenset("at in to from near outside into by".split())
-_BARE_HEADS = frozenset("airport hospital infirmary baths temple quarter suite stadium".split())
+_BARE_CUES = _words("at in to from near outside into by")
+_BARE_HEADS = _words("airport hospital infirmary baths temple quarter suite stadium")
 _QUARTER = re.compile(r"\b(?i:the)\s+(?i:north|south|east|west)\s+(?i:end)\b(?!\s+of\b)")
 
 
@@ -112,7 +116,7 @@ def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
         if not lower:
             ok = head[0].isupper()
         else:
-            before = text[: start].split()[-1:]
+            before = text[:start].split()[-1:]
             bare = bool(before) and before[0] in _BARE_CUES and head.lower() in _BARE_HEADS
             # GeoNames knows "mine", "gas" and "son" as places: a name word here must be no
             # English word at all ("glasgow", "moseley", "jewellery")
