@@ -1,6 +1,7 @@
 """De-identification of the classes set 6 showed missing (issue 14, sixth round): buildings
 and districts named with their kind, a weekday with its date, a month said as a time, runs
-of number words, ages said bare after a name or "who", number plates and sort codes. The
+of number words, ages said bare after a name or "who", number plates and sort codes,
+a second nickname, a pet or a colleague named before their kind or job. The
 real spaCy pipeline and pinned gazetteers; sentences written for this test (none from the
 benchmark's sets), and ordinary sentences that must come through unchanged."""
 
@@ -44,6 +45,14 @@ def redactor() -> Redactor:
         # a number plate and a sort code
         ("The van's plate is KX19 RTB if you see it.", "KX19 RTB", "[ID]"),
         ("Pay it to sort code 20-45-77 please.", "20-45-77", "[ID]"),
+        # the tens' ordinals ("fortieth", not "fortyieth"), a tenement flat, a birthday
+        ("we went to his seventieth and danced all night", "seventieth", "[AGE]"),
+        ("Send it to 2/1, 14 Kelvin Crescent please.", "2/1", "[ADDRESS]"),
+        ("Her birthday is 23.04 so there is time.", "23.04", "[DATE]"),
+        # a second name one is called by, a pet named after having it, a name before a job
+        ("the lads at work call me bez or bramble", "bramble", "[PERSON]"),
+        ("when i was small we had toffee the hamster", "toffee", "[PET]"),
+        ("rose the porter wheeled him down to theatre", "rose", "[PERSON]"),
     ],
 )
 def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:
@@ -67,6 +76,8 @@ def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:
         "the west end of the church was cold",
         "it is ten and a half inches long",
         "the first quarter of the year was slow",
+        "we had the dog put down and the rabbit till spring",
+        "it cost 3.50 on the day and 2/3 of us came",
     ],
 )
 def test_ordinary_text_kept(redactor: Redactor, text: str) -> None:

@@ -52,7 +52,11 @@ ROLES = _set(
     "midwife surgeon consultant gp plumber builder handyman electrician driver cabbie coach "
     "instructor tutor caretaker butcher baker grocer chemist pharmacist window cleaner "
     "gardener carer nurse vicar doctor teacher lodger landlord landlady neighbour neighbor "
-    "paperboy papergirl volunteer befriender counsellor therapist"
+    "paperboy papergirl volunteer befriender counsellor therapist "
+    # a workplace's people, named the same way ("tom the registrar", "the chaplain grace")
+    "registrar chaplain porter matron paramedic manager supervisor foreman clerk secretary "
+    "chef waiter waitress barman barmaid janitor headteacher headmaster headmistress "
+    "librarian vet childminder nanny mechanic joiner locksmith decorator"
 )
 # What a person named as a sentence's subject does next ("my husband piers lives in ...").
 _DOES = _set(
@@ -111,7 +115,12 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
     spans = []
     for i, m in enumerate(words):
         word = _base(raw[i])
-        if word in _NEVER or len(word) < 2 or word.endswith("ly"):
+        # "tom the registrar": a pet's word too, but a name before "the" and a job
+        by_role = (
+            i + 2 < len(raw) and raw[i + 1] == "the" and raw[i + 2] in ROLES
+            and word not in STOP | RELATIONS
+        )  # fmt: skip
+        if word in _NEVER and not by_role or len(word) < 2 or word.endswith("ly"):
             continue
         prev = raw[i - 1] if i else ""
         prev2 = raw[i - 2] if i > 1 else ""

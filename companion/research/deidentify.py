@@ -60,7 +60,12 @@ ADDRESS = re.compile(
     re.IGNORECASE,
 )
 # "Flat 2/1" (a Glasgow tenement's floor and door), "Flat 3B", "Apartment 12".
-FLAT = re.compile(r"\b(?i:flat|apartment|apt|unit)\.?\s+\d{1,3}(?:\s?/\s?\d{1,2})?[A-Za-z]?\b")
+# A tenement's "3/2" written before the house number ("3/2, 58 Auldhouse Terrace").
+FLAT = re.compile(
+    r"\b(?i:flat|apartment|apt|unit)\.?\s+\d{1,3}(?:\s?/\s?\d{1,2})?[A-Za-z]?\b"
+    rf"|\b\d{{1,2}}/\d{{1,2}},?(?=\s+\d{{1,5}}[a-z]?,?\s+(?:[A-Z][\w'-]+\s+){{1,3}}"
+    rf"(?:{_STREET_WORDS.title()})\b)"
+)
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
 DATES = [
     re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"),
@@ -214,6 +219,7 @@ class Redactor:
                 base = word.lower().removesuffix("'s")
                 if len(base) > 2 and base not in intros.GLUE_WORDS and self.nameish(base):
                     self.learned.add(base)
+            self.learned.update(_or_names(text, self.nameish))
 
     def nameish(self, word: str) -> bool:
         """A lower-case word that may be a name: no ordinary word (by the gazetteer when
@@ -324,7 +330,17 @@ def _name_rules(text: str, nameish: Callable[[str], bool] | None = None) -> list
         if (word[0].isupper() and not re.fullmatch(_NOT_NAMES, word)
                 or lower and nameish is not None and nameish(word)):  # fmt: skip
             found.append(Span(m.start(1), m.end(1), "PERSON"))
+            if m.group(2) and m.group(2).lower() not in context.STOP:  # "cal or cally"
+                found.append(Span(m.start(2), m.end(2), "PERSON"))
     return found + [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
+
+
+def _or_names(text: str, nameish: Callable[[str], bool]) -> set[str]:
+    """The second of two names one is called by ("calls me cal or cally"): a name because
+    the first is, though it may be an English word too."""
+    return {m.group(2).lower() for m in intros.NICKNAME.finditer(text)
+            if m.group(2) and nameish(m.group(1).lower()) and len(m.group(2)) > 2
+            and m.group(2).lower() not in context.STOP | intros.GLUE_WORDS}  # fmt: skip
 
 
 def _lower_names(text: str) -> list[Span]:

@@ -19,6 +19,8 @@ _ORDINAL = (
     r"thirtieth|(?:twenty|thirty)[\s-](?:first|second|third|fourth|fifth|sixth|seventh|"
     r"eighth|ninth))"
 )
+# "fortieth", "ninetieth": the tens' ordinals are not the tens with "ieth" ("fortyieth").
+_TENTHS = r"(?:twentieth|thirtieth|fortieth|fiftieth|sixtieth|seventieth|eightieth|ninetieth)"
 _ORD_DIGITS = r"(?:\d{1,2}(?:st|nd|rd|th))"
 _MONTH = (
     r"(?:january|february|march|april|may|june|july|august|september|october|november|"
@@ -81,7 +83,7 @@ AGE = re.compile(
     r"|[\s-]year[\s-]old)"
     rf"|(?:aged|age|at the age of)\s+(?:\d{{1,3}}|{_NUMBER}(?:[\s-]{_UNIT})?)"
     rf"|turned\s+(?:\d{{1,3}}|{_NUMBER})"
-    rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENS}ieth)\s+birthday)\b",
+    rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENTHS})\s+birthday)\b",
     re.IGNORECASE,
 )
 # "I was sixty three when...", "I'll be eighty next spring": an age said without "years old";
@@ -167,7 +169,7 @@ AGE_MARKED = re.compile(
     rf"|would have been\s+({AGE_NUMBER})\b{NOT_AN_AGE}"
     rf"|(?:lived|live|living|made it|make it)\s+to\s+(?:be\s+|the\s+(?:grand\s+)?(?:old\s+)?"
     rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
-    rf"|(?:my|his|her|their|your|our)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENS}ieth|hundredth|"
+    rf"|(?:my|his|her|their|your|our)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENTHS}|hundredth|"
     rf"{_TENS}[\s-](?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|{_TEEN}th)"
     rf"|\bat\s+({_TENS}(?:[\s-]{_UNIT})?)(?!\s+(?:past|to|minutes|{_UNITS})\b)"
     rf"|(?:girl|boy|lad|lass|child|kid|man|woman|youngster|baby) of\s+({AGE_NUMBER}))\b"
@@ -185,7 +187,7 @@ MORE_DATES = re.compile(
     rf"(?!\s+(?i:floor|time|row|house|door))"
 )
 ON_DAY = re.compile(
-    r"\b(?i:on|every|since|until|till|by|from|before|after)\s+"
+    r"\b(?i:on|every|since|until|till|by|from|before|after|birthday(?:'s|\s+is|\s+was)|born|due)\s+"
     r"((?:0?[1-9]|[12]\d|3[01])[./](?:0?[1-9]|1[0-2])|(?:0?[1-9]|1[0-2])[./](?:[12]\d|3[01]))"
     r"\b(?![./,]\d)"
 )
