@@ -57,7 +57,10 @@ _MODIFIERS = _words(
     "children's kids women's maternity mental community village town city's primary "
     "secondary high grammar boarding nursery sunday night medical dental police fire petrol "
     "bus train railway coach tube underground car theme water amusement leisure shopping "
-    "garden health sports swimming football bridal honeymoon hotel first last next"
+    "garden health sports swimming football bridal honeymoon hotel first last next "
+    # days, months and feasts are capitalised, so no "English word", yet name no place
+    "monday tuesday wednesday thursday friday saturday sunday january february march april "
+    "may june july august september october november december christmas easter xmas"
 )
 # "at city hospital", "to central station": bare, after a preposition, a kind with a name
 # part of ordinary words is still a proper name ("at the city hospital" stays).
