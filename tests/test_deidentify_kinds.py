@@ -77,7 +77,7 @@ def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:
         "it is ten and a half inches long",
         "the first quarter of the year was slow",
         "we had the dog put down and the rabbit till spring",
-        "we go to the sunday market and the christmas market",
+        "we go to the christmas market in the square every year",
         "it cost 3.50 on the day and 2/3 of us came",
     ],
 )
