@@ -1,7 +1,8 @@
 """De-identification of the classes set 6 showed missing (issue 14, sixth round): buildings
 and districts named with their kind, a weekday with its date, a month said as a time, runs
 of number words, ages said bare after a name or "who", number plates and sort codes,
-a second nickname, a pet or a colleague named before their kind or job. The
+a second nickname, a pet or a colleague named before their kind or job, a name before
+"our boy". The
 real spaCy pipeline and pinned gazetteers; sentences written for this test (none from the
 benchmark's sets), and ordinary sentences that must come through unchanged."""
 
@@ -53,13 +54,16 @@ def redactor() -> Redactor:
         ("the lads at work call me bez or bramble", "bramble", "[PERSON]"),
         ("when i was small we had toffee the hamster", "toffee", "[PET]"),
         ("rose the porter wheeled him down to theatre", "rose", "[PERSON]"),
+        # a name explained by who they are to the speaker
+        ("Isla, our youngest, starts school on Monday.", "Isla", "[PERSON]"),
+        ("we took hamish our old spaniel to the beach", "hamish", "[PET]|[PERSON]"),
     ],
 )
 def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:
     redacted = redactor.redact(text) or ""
     for word in gone.split():
         assert word not in redacted.split() and word not in redacted, (text, redacted)
-    assert tag in redacted, (text, redacted)
+    assert any(t in redacted for t in tag.split("|")), (text, redacted)
 
 
 @pytest.mark.parametrize(
@@ -78,6 +82,8 @@ def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:
         "the first quarter of the year was slow",
         "we had the dog put down and the rabbit till spring",
         "we go to the christmas market in the square every year",
+        "i miss my dog and love our cat",
+        "Yesterday, my son came round. Luckily, our neighbour helped.",
         "it cost 3.50 on the day and 2/3 of us came",
     ],
 )

@@ -272,3 +272,49 @@ RELATIVE_AGE = re.compile(
     rf"(?i:{'|'.join(sorted(RELATIONS - {'law', 'ex'}))})(?:\s+[A-Za-z][\w'-]*)?\s+"
     rf"(?i:was|is|'s|turned|turns|will be|'ll be|just turned)\s+((?i:{AGE_NUMBER}))\b{NOT_AN_AGE}"
 )
+
+
+# "rory our boy is three", "jasper our old collie", "Rory, our boy, ...": a name said and then
+# explained by who they are to the speaker.
+_KIN = RELATIONS | PETS | _set("boy girl lad lass baby eldest youngest wee bairn")
+_KIN_ADJ = _set("old little eldest youngest wee new baby big best oldest dear late")
+_APPOSED = re.compile(
+    r"\b([A-Z][a-z][\w'-]*),?\s+(?:our|my|his|her|their)\s+"
+    r"(?:(?:old|little|eldest|youngest|wee|new|baby|big|best|oldest|dear|late)\s+)?([a-z]+)\b"
+)
+
+
+_CALENDAR = _set(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april "
+    "may june july august september october november december christmas easter"
+)
+
+
+def apposed_names(
+    text: str, gaz: Gazetteer, common: Callable[[str], bool], freq: dict[str, float]
+) -> list[Span]:
+    """A name right before "our boy", "my old collie": no English word, or a census first
+    name rare as an English word (Zipf < 4: "rory", "jasper"; not "mad", "ring"), and no
+    word of our own sentences ("miss my dog", "love our cat" stay); typed, capitalised."""
+    spans = []
+
+    def name(word: str) -> bool:
+        if word in STOP | _ABSTRACT | _KIN | _NEVER | _CALENDAR or len(word) < 3:
+            return False
+        rare_first = word in gaz.first and freq.get(word, 0.0) < 4.0
+        return not common(word) and (rare_first or not gaz.is_ordinary(word))
+
+    if any(c.isupper() for c in text):
+        for m in _APPOSED.finditer(text):
+            if m.group(2) in _KIN and name(m.group(1).lower()):
+                label = "PET" if m.group(2) in PETS else "PERSON"
+                spans.append(Span(m.start(1), m.end(1), label))
+        return spans
+    words = list(_WORD.finditer(text))
+    raw = [m.group(0) for m in words]
+    for i, m in enumerate(words[:-2]):
+        word = raw[i]
+        j = i + 2 + (raw[i + 2] in _KIN_ADJ and i + 3 < len(raw))
+        if raw[i + 1] in ("our", "my") and raw[j] in _KIN and name(word):
+            spans.append(Span(m.start(), m.end(), "PET" if raw[j] in PETS else "PERSON"))
+    return spans

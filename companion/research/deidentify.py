@@ -27,7 +27,7 @@ from companion.errors import ConfigError
 from companion.files import open_private, private_dir
 from companion.research import context, intros, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, truecase, typed_names, widen
-from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
+from companion.research.context import RELATIONS, RELATIVE_AGE, apposed_names, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
@@ -242,11 +242,13 @@ class Redactor:
         for text, spans in zip(texts, found, strict=True):
             if any(c.isupper() for c in text):
                 spans += typed_names(text, gaz) + unknown.typed_unknown(text, gaz, freq)
+                spans += apposed_names(text, gaz, _common, freq)
                 views.append(text)
                 continue
             view, names = truecase(text, gaz, _common)
             spans += names + _name_rules(view) + pet_names(text, gaz)
             spans += context_names(text, gaz, _common) + place_phrases(text, gaz)
+            spans += apposed_names(text, gaz, _common, freq)
             spans += unknown.unknown_names(text, gaz, freq, _common)
             views.append(unknown.name_candidates(view, gaz, freq))
         for text, view, spans, entities in zip(
