@@ -30,6 +30,12 @@ def redactor() -> Redactor:
         ("The party is in the Lantern Suite upstairs.", "Lantern Suite", "[PLACE]"),
         ("We had lunch in the Cathedral Quarter.", "Cathedral", "[PLACE]"),
         ("they run a cafe in the east end", "east end", "[PLACE]"),
+        ("she had her hip done at st bride's hospital", "st bride's", "[PLACE]"),
+        ("we met at the royal infirmary years ago", "royal infirmary", "[PLACE]"),
+        ("my niece goes to holy trinity academy", "holy trinity academy", "[PLACE]"),
+        # an age by its decade, a day said as a cardinal before its month
+        ("my uncle is in his late seventies and still golfs", "seventies", "[AGE]"),
+        ("the christening was on fourteen may in the rain", "fourteen may", "[DATE]"),
         # a weekday with its date
         ("the funeral is on thursday the twenty third", "thursday twenty third", "[DATE]"),
         ("We fly out on Monday the 14th.", "Monday 14th", "[DATE]"),
@@ -82,6 +88,8 @@ def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:
         "the first quarter of the year was slow",
         "we had the dog put down and the rabbit till spring",
         "we go to the christmas market in the square every year",
+        "he went to police academy and then to art school",
+        "on the one hand it may be right",
         "i miss my dog and love our cat",
         "Yesterday, my son came round. Luckily, our neighbour helped.",
         "it cost 3.50 on the day and 2/3 of us came",

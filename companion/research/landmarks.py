@@ -65,7 +65,10 @@ _MODIFIERS = _words(
 # "at city hospital", "to central station": bare, after a preposition, a kind with a name
 # part of ordinary words is still a proper name ("at the city hospital" stays).
 _BARE_CUES = _words("at in to from near outside into by")
-_BARE_HEADS = _words("airport hospital infirmary baths temple quarter suite stadium")
+_BARE_HEADS = _words(
+    "airport hospital infirmary hospice baths temple quarter suite stadium academy"
+)
+_TITLED = _words("st saint royal queen king prince princess")
 _QUARTER = re.compile(r"\b(?i:the)\s+(?i:north|south|east|west)\s+(?i:end)\b(?!\s+of\b)")
 
 
@@ -102,31 +105,41 @@ def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
     spans = []
     for m in _HEAD_PHRASE.finditer(text):
         head = text[m.end(1) : m.end()]
-        words = m.group(1).split()
+        words = list(re.finditer(r"\S+", m.group(1)))
         # keep the words nearest the kind that can belong to a name
-        kept: list[str] = []
-        for word in reversed(words):
-            base = word.lower().removesuffix("'s")
-            if base in _NOT_A_NAME or base in _MODIFIERS or (not lower and not word[0].isupper()):
+        kept: list[re.Match[str]] = []
+        for w in reversed(words):
+            base = w.group(0).lower().removesuffix("'s")
+            if base in _NOT_A_NAME or base in _MODIFIERS or not (lower or base[0] != w[0][0]):
                 break
-            kept.insert(0, word)
-        # and not the verb that leads up to it ("walking [around] sf zoo")
-        while kept and lower and gaz.is_ordinary(kept[0]) and kept[0] not in gaz.places:
-            kept.pop(0)
+            kept.insert(0, w)
         if not kept:
             continue
-        start = m.end(1) - len(" ".join(kept)) - (len(m.group(1)) - len(m.group(1).rstrip()))
         if not lower:
             ok = head[0].isupper()
+        elif _bare(text[: m.start(1) + kept[0].start()], head):
+            ok = True  # "at city hospital", "to holy cross academy"
         else:
-            before = text[:start].split()[-1:]
-            bare = bool(before) and before[0] in _BARE_CUES and head.lower() in _BARE_HEADS
+            # not the verb that leads up to it ("walking [around] sf zoo")
+            while kept and _leading(kept[0].group(0), gaz):
+                kept.pop(0)
             # GeoNames knows "mine", "gas" and "son" as places: a name word here must be no
-            # English word at all ("glasgow", "moseley", "jewellery")
-            ok = bare or any(not gaz.is_ordinary(w.removesuffix("'s")) for w in kept)
-        if ok:
-            spans.append(Span(start, m.end(), "PLACE"))
+            # English word at all ("glasgow", "moseley", "jewellery"), or a saint's or a
+            # royal name that makes an institution ("st mary's", "the royal infirmary")
+            ok = any(not gaz.is_ordinary(w.group(0).removesuffix("'s")) or w.group(0) in _TITLED
+                     for w in kept)  # fmt: skip
+        if ok and kept:
+            spans.append(Span(m.start(1) + kept[0].start(), m.end(), "PLACE"))
     return spans
+
+
+def _bare(before: str, head: str) -> bool:
+    last = before.split()[-1:]
+    return bool(last) and last[0] in _BARE_CUES and head.lower() in _BARE_HEADS
+
+
+def _leading(word: str, gaz: Gazetteer) -> bool:
+    return gaz.is_ordinary(word) and word not in gaz.places and word not in _TITLED
 
 
 _THE = re.compile(r"\b(?i:the)\s+$")

@@ -206,6 +206,19 @@ MONTH_ALONE = re.compile(
     r"(?!\s+(?:i|we|you|he|she|they|it|be|have|not)\b)",
     re.IGNORECASE,
 )
+# "on twelve june", "from three may": a day said as a cardinal before its month.
+CARDINAL_DATE = re.compile(
+    rf"\b(?:on|the|by|until|till|from|since|before|after)\s+((?:(?:twenty|thirty)(?:[\s-]one|"
+    rf"[\s-]{_UNIT_2})?|{_TEEN}|{_UNIT})\s+{_MONTH})\b(?!\s+(?:i|we|you|be|have|not)\b)",
+    re.IGNORECASE,
+)
+# "in his eighties", "her early fifties", "in my 80s": an age by its decade.
+DECADE_AGE = re.compile(
+    r"\b(?:in|into)\s+(?:his|her|their|my|your|our)\s+(?:(?:early|mid|late)[\s-]+)?"
+    r"(?:teens|twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties|"
+    r"[1-9]0'?s)\b",
+    re.IGNORECASE,
+)
 # Four or more number words in a row that no other pattern read ("twenty forty five
 # seventy seven", a sort code; "nine two ninety eight", a date the short way; "one nine i
 # zero eight four seven e", a register pin): a number said in groups identifies whatever it
@@ -243,6 +256,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("DATE", SHORT_YEAR),
     ("DATE", MORE_DATES),
     ("DATE", WEEKDAY_DATE),
+    ("AGE", DECADE_AGE),
 ]
 GROUPED: list[tuple[str, re.Pattern[str]]] = [
     # every start tried (a lookahead): "reach k at k dot lee at gmail dot com" has two
@@ -252,5 +266,6 @@ GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("ADDRESS", _ON_STREET),
     ("DATE", ON_DAY),
     ("DATE", MONTH_ALONE),
+    ("DATE", CARDINAL_DATE),
     ("AGE", WHO_AGE),
 ]  # the group is the span
