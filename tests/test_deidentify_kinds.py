@@ -42,6 +42,9 @@ def redactor() -> Redactor:
         # a month said as a time: an element of a date about the person
         ("my grandson is due in october", "october", "[DATE]"),
         ("we have not spoken since last february", "february", "[DATE]"),
+        ("she was born on the second of the tenth eighty one", "eighty one", "[DATE]"),
+        ("his birthday is the third of sept", "sept", "[DATE]"),
+        ("our flat is four stroke two on the top floor", "four stroke two", "[ADDRESS]"),
         # a run of number words: an account, a code, a date the short way
         ("the sort code is thirty one forty two eighteen", "thirty one forty eighteen", "[ID]"),
         ("my badge number is four seven k two nine one", "four seven k two nine one", "[ID]"),

@@ -24,7 +24,7 @@ _TENTHS = r"(?:twentieth|thirtieth|fortieth|fiftieth|sixtieth|seventieth|eightie
 _ORD_DIGITS = r"(?:\d{1,2}(?:st|nd|rd|th))"
 _MONTH = (
     r"(?:january|february|march|april|may|june|july|august|september|october|november|"
-    r"december)"
+    r"december|jan|feb|sept|aug|oct|nov|dec)"  # "the ninth of feb": said short too
 )
 # "nineteen eighty two", "two thousand and five", "twenty twenty three"
 _YEAR = (
@@ -151,7 +151,9 @@ _ON_STREET = re.compile(
 )
 # "flat two stroke one": a tenement flat read out.
 SPOKEN_FLAT = re.compile(
-    rf"\bflat\s+{_NUMBER}\s+(?:stroke|slash|oblique|over)\s+{_NUMBER}\b", re.IGNORECASE
+    rf"\bflat\s+(?:is\s+|number\s+)?{_NUMBER}\s+(?:stroke|slash|oblique|over)\s+{_NUMBER}\b"
+    rf"|\b{_NUMBER}\s+stroke\s+{_NUMBER}\b",  # "stroke" is said for a flat's slash only
+    re.IGNORECASE,
 )
 # A postcode read out: "b twenty three five q w", "l s six two q t".
 SPOKEN_POSTCODE = re.compile(
@@ -182,6 +184,7 @@ MORE_DATES = re.compile(
     rf"|(?:christmas|boxing|new year'?s|valentine'?s|easter|bonfire|midsummer)"
     rf"(?:\s+(?:day|eve|night))?\s+{_YEAR}"
     rf"|the\s+(?:{_ORDINAL}|{_ORD_DIGITS})\s+of\s+the\s+(?:{_ORDINAL}|{_ORD_DIGITS})"
+    rf"(?:\s+{_SHORT}(?![\w-]))?"
     rf"|(?<=on\s)the\s+(?:{_ORDINAL}|{_ORD_DIGITS})(?=\s+(?:at|and|i|we|he|she|they|for|so|"
     r"when|but|this|next|last|in|is|was)\b|\s*$))\b"
     rf"(?!\s+(?i:floor|time|row|house|door))"
@@ -202,7 +205,7 @@ WEEKDAY_DATE = re.compile(
 # that makes it a time (not "may i", "march on"); a month narrows a birth or an event.
 MONTH_ALONE = re.compile(
     r"\b(?:in|since|until|till|by|last|next|this|early|late|mid|end of|beginning of|start of|"
-    rf"middle of|during|before|after)\s+(?:(?:early|late|mid)[\s-]+)?({_MONTH})\b"
+    rf"middle of|during|before|after)\s+(?:(?:early|late|mid)[\s-]+)?({_MONTH})\b(?!')"
     r"(?!\s+(?:i|we|you|he|she|they|it|be|have|not)\b)",
     re.IGNORECASE,
 )
