@@ -52,6 +52,11 @@ def redactor() -> Redactor:
         ("my neighbour ignatius is eighty one and still drives", "eighty one", "[AGE]"),
         ("Our vicar, who's sixty-eight, cycles everywhere.", "sixty-eight", "[AGE]"),
         ("Mr Okafor, is 102 and a half, they say.", "102", "[AGE]"),
+        # a user name or handle, typed or said
+        ("Add me, I'm kaz_b77 on there.", "kaz_b77", "[ID]"),
+        ("my gamertag is kaz underscore b seventy seven", "kaz b seventy seven", "[ID]"),
+        ("We moved here in June '04 and never left.", "'04", "[DATE]"),
+        ("See you Weds 9th at the club.", "Weds 9th", "[DATE]"),
         # a number plate and a sort code
         ("The van's plate is KX19 RTB if you see it.", "KX19 RTB", "[ID]"),
         ("Pay it to sort code 20-45-77 please.", "20-45-77", "[ID]"),
@@ -92,6 +97,7 @@ def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:
         "we had the dog put down and the rabbit till spring",
         "we go to the christmas market in the square every year",
         "he went to police academy and then to art school",
+        "i sat on the sun lounger and read a mystery about mp3 files",
         "on the one hand it may be right",
         "i miss my dog and love our cat",
         "Yesterday, my son came round. Luckily, our neighbour helped.",

@@ -196,9 +196,20 @@ ON_DAY = re.compile(
 )
 
 # "saturday the fifth", "on Friday the 11th": a weekday with its date pins a day.
-_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_WEEKDAY = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|weds|thu|"
+    r"thur|thurs|fri|sat|sun)\.?"  # "Tues 4th"
+)
 WEEKDAY_DATE = re.compile(
-    rf"\b{_WEEKDAY}\s+(?:the\s+)?(?:{_ORDINAL}|{_ORD_DIGITS})\b(?!\s+(?:time|floor|row)\b)",
+    rf"\b{_WEEKDAY}\s+(?:the\s+)?(?:{_ORDINAL}|{_ORD_DIGITS})\b(?!\s+(?:time|floor|row)\b)"
+    rf"|\b{_MONTH}\.?\s+['’]\d\d\b",  # "March '98"
+    re.IGNORECASE,
+)
+# A user name or handle: "harpreet_s98", "@preet_s", "preet98", "preet underscore s": an
+# underscore (typed or said) or letters run into two or more digits is never ordinary prose.
+HANDLE = re.compile(
+    r"(?<![\w@.])@[A-Za-z0-9_.]{2,}|\b[A-Za-z]+_[A-Za-z0-9_]+\b|\b[A-Za-z]{3,}\d{2,}\b"
+    rf"|\b[a-z0-9]+(?:\s+underscore\s+[a-z0-9]+)+(?:\s+(?:{_DIGIT}|{_TEEN}|{_TENS})\b)*",
     re.IGNORECASE,
 )
 # "due in april", "since last august", "the wedding in may": a month said alone after a word
@@ -260,6 +271,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("DATE", MORE_DATES),
     ("DATE", WEEKDAY_DATE),
     ("AGE", DECADE_AGE),
+    ("ID", HANDLE),
 ]
 GROUPED: list[tuple[str, re.Pattern[str]]] = [
     # every start tried (a lookahead): "reach k at k dot lee at gmail dot com" has two
