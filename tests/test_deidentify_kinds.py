@@ -52,6 +52,11 @@ def redactor() -> Redactor:
         ("my neighbour ignatius is eighty one and still drives", "eighty one", "[AGE]"),
         ("Our vicar, who's sixty-eight, cycles everywhere.", "sixty-eight", "[AGE]"),
         ("Mr Okafor, is 102 and a half, they say.", "102", "[AGE]"),
+        # a relative's age said short, a birthday's day, a second street at a corner
+        ("my grandad's eighty eight this year", "eighty eight", "[AGE]"),
+        ("my wife's birthday is the nineteenth", "nineteenth", "[DATE]"),
+        ("i was born on boxing day and got half the presents", "boxing day", "[DATE]"),
+        ("the shop on the corner of elm grove and larch drive", "larch drive", "[ADDRESS]"),
         # a user name or handle, typed or said
         ("Add me, I'm kaz_b77 on there.", "kaz_b77", "[ID]"),
         ("my gamertag is kaz underscore b seventy seven", "kaz b seventy seven", "[ID]"),

@@ -269,8 +269,9 @@ def _possessive_name(token: str, prev: str, gaz: Gazetteer, common: Callable[[st
 # "my husband was seventy", "my granddaughter poppy is twelve": a relative's age.
 RELATIVE_AGE = re.compile(
     r"\b(?i:my|our|his|her|their)\s+(?i:late\s+|little\s+|eldest\s+|youngest\s+|baby\s+)?"
-    rf"(?i:{'|'.join(sorted(RELATIONS - {'law', 'ex'}))})(?:\s+[A-Za-z][\w'-]*)?\s+"
-    rf"(?i:was|is|'s|turned|turns|will be|'ll be|just turned)\s+((?i:{AGE_NUMBER}))\b{NOT_AN_AGE}"
+    rf"(?i:{'|'.join(sorted(RELATIONS - {'law', 'ex'}))})s?(?:\s+[A-Za-z][\w'-]*)?"
+    rf"(?:\s+(?i:was|is|are|were|turned|turns|will be|just turned)|\s*(?i:'s|'ll be|'re))\s+"
+    rf"((?i:{AGE_NUMBER}))\b{NOT_AN_AGE}"
 )
 
 

@@ -149,6 +149,10 @@ _ON_STREET = re.compile(
     r"terrace|gardens|mews|parade|cottage|farm|lodge|manor|grange))\b",
     re.IGNORECASE,
 )
+# "the corner of maple avenue and birch road": a second street joined to a first.
+_AND_STREET = re.compile(
+    rf"\b{_STREET}\s+and\s+((?:{_NAME_WORD}\s+){{1,2}}{_STREET})\b", re.IGNORECASE
+)
 # "flat two stroke one": a tenement flat read out.
 SPOKEN_FLAT = re.compile(
     rf"\bflat\s+(?:is\s+|number\s+)?{_NUMBER}\s+(?:stroke|slash|oblique|over)\s+{_NUMBER}\b"
@@ -220,6 +224,13 @@ MONTH_ALONE = re.compile(
     r"(?!\s+(?:i|we|you|he|she|they|it|be|have|not)\b)",
     re.IGNORECASE,
 )
+# "her birthday is the twenty second", "born on christmas eve": a birthday's day.
+_FEAST = r"(?:christmas|boxing|new year'?s|valentine'?s|easter|hallowe'?en|st patrick'?s)"
+BIRTHDAY = re.compile(
+    rf"\b(?:(?:birthday|anniversary|due date)(?:'s|\s+is|\s+was)|born\s+on)\s+"
+    rf"(the\s+(?:{_ORDINAL}|{_ORD_DIGITS})|{_FEAST}(?:\s+(?:day|eve))?)\b",
+    re.IGNORECASE,
+)
 # "on twelve june", "from three may": a day said as a cardinal before its month.
 CARDINAL_DATE = re.compile(
     rf"\b(?:on|the|by|until|till|from|since|before|after)\s+((?:(?:twenty|thirty)(?:[\s-]one|"
@@ -254,7 +265,7 @@ WHO_AGE = re.compile(
     rf"((?i:{AGE_NUMBER}|1[01]\d))\b{NOT_AN_AGE}{_AGE_END}"
 )
 NAME_IS_AGE = re.compile(
-    rf"\b([a-z][\w'-]+),?\s+(?:is|was|turns|turned|'s)\s+((?i:{AGE_NUMBER}|1[01]\d))\b"
+    rf"\b([a-z][\w'-]+),?\s+(?:is|was|are|turns|turned|'s)\s+((?i:{AGE_NUMBER}|1[01]\d))\b"
     rf"{NOT_AN_AGE}{_AGE_END}",
     re.IGNORECASE,
 )
@@ -279,8 +290,10 @@ GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("AGE", SAID_AGE),
     ("ADDRESS", _LIVED_ON),
     ("ADDRESS", _ON_STREET),
+    ("ADDRESS", _AND_STREET),
     ("DATE", ON_DAY),
     ("DATE", MONTH_ALONE),
     ("DATE", CARDINAL_DATE),
+    ("DATE", BIRTHDAY),
     ("AGE", WHO_AGE),
 ]  # the group is the span
