@@ -52,6 +52,8 @@ def redactor() -> Redactor:
         ("my neighbour ignatius is eighty one and still drives", "eighty one", "[AGE]"),
         ("Our vicar, who's sixty-eight, cycles everywhere.", "sixty-eight", "[AGE]"),
         ("Mr Okafor, is 102 and a half, they say.", "102", "[AGE]"),
+        ("honey is my oldest friend and we met at school", "honey", "[PERSON]"),
+        ("faith and her fiance came to stay", "faith", "[PERSON]"),
         # a relative's age said short, a birthday's day, a second street at a corner
         ("my grandad's eighty eight this year", "eighty eight", "[AGE]"),
         ("my wife's birthday is the nineteenth", "nineteenth", "[DATE]"),
@@ -105,6 +107,7 @@ def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:
         "i sat on the sun lounger and read a mystery about mp3 files",
         "on the one hand it may be right",
         "i miss my dog and love our cat",
+        "this is my sister and that is my son and me and her husband",
         "Yesterday, my son came round. Luckily, our neighbour helped.",
         "it cost 3.50 on the day and 2/3 of us came",
     ],

@@ -318,4 +318,20 @@ def apposed_names(
         j = i + 2 + (raw[i + 2] in _KIN_ADJ and i + 3 < len(raw))
         if raw[i + 1] in ("our", "my") and raw[j] in _KIN and name(word):
             spans.append(Span(m.start(), m.end(), "PET" if raw[j] in PETS else "PERSON"))
+        elif _related(raw, i) and word not in STOP | _KIN | _NEVER | _CALENDAR and len(word) > 2:
+            spans.append(Span(m.start(), m.end(), "PERSON"))
     return spans
+
+
+def _related(raw: list[str], i: int) -> bool:
+    """ "summer is my best friend", "joy and her husband came": a word said to be someone's
+    relation, or joined to their partner, is a person whatever else the word means."""
+    rest = raw[i + 1 : i + 5]
+    if rest[:2] in (["is", "my"], ["is", "our"], ["was", "my"], ["was", "our"]):
+        k = 2 + (len(rest) > 3 and rest[2] in _KIN_ADJ)
+        return len(rest) > k and rest[k] in RELATIONS
+    return (len(rest) > 2 and rest[0] == "and" and rest[1] in ("her", "his")
+            and rest[2] in _PARTNERS)  # fmt: skip
+
+
+_PARTNERS = _set("husband wife partner fiance fiancee boyfriend girlfriend fella kids children")
