@@ -59,6 +59,8 @@ def redactor() -> Redactor:
         ("my wife's birthday is the nineteenth", "nineteenth", "[DATE]"),
         ("i was born on boxing day and got half the presents", "boxing day", "[DATE]"),
         ("the shop on the corner of elm grove and larch drive", "larch drive", "[ADDRESS]"),
+        ("i left home at seventeen and never went back", "seventeen", "[AGE]"),
+        ("the claim reference is k t four one eight", "k t four one eight", "[ID]"),
         # a user name or handle, typed or said
         ("Add me, I'm kaz_b77 on there.", "kaz_b77", "[ID]"),
         ("my gamertag is kaz underscore b seventy seven", "kaz b seventy seven", "[ID]"),
@@ -107,6 +109,7 @@ def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:
         "i sat on the sun lounger and read a mystery about mp3 files",
         "on the one hand it may be right",
         "i miss my dog and love our cat",
+        "we met at thirteen hundred hours and the bus number is forty two",
         "this is my sister and that is my son and me and her husband",
         "Yesterday, my son came round. Luckily, our neighbour helped.",
         "it cost 3.50 on the day and 2/3 of us came",

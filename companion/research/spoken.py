@@ -177,7 +177,8 @@ AGE_MARKED = re.compile(
     rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
     rf"|(?:my|his|her|their|your|our)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENTHS}|hundredth|"
     rf"{_TENS}[\s-](?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|{_TEEN}th)"
-    rf"|\bat\s+({_TENS}(?:[\s-]{_UNIT})?)(?!\s+(?:past|to|minutes|{_UNITS})\b)"
+    rf"|\bat\s+({_TENS}(?:[\s-]{_UNIT})?|(?:thir|four|fif|six|seven|eigh|nine)teen)"
+    rf"(?!\s+(?:past|to|minutes|hundred|{_UNITS})\b)"
     rf"|(?:girl|boy|lad|lass|child|kid|man|woman|youngster|baby) of\s+({AGE_NUMBER}))\b"
 )
 # "the summer of seventy six", "christmas day nineteen ninety", "the third of the fifth",
@@ -244,6 +245,16 @@ DECADE_AGE = re.compile(
     r"[1-9]0'?s)\b",
     re.IGNORECASE,
 )
+# "the booking reference is x q seven nine two": what follows a reference's name, letters
+# and numbers read out (three or more, one a number at least).
+_CODE_TOKEN = rf"(?:(?![ai]\b)[a-z]|\d+|{_DIGIT}|{_TEEN}|{_TENS})"
+CODE = re.compile(
+    r"\b(?:reference|ref|code|pin|password|passcode|membership|policy|account|passport|"
+    r"licence|license|registration|reg|id)(?:\s+(?:number|no|code))?\s+(?:is|was|'s)\s+"
+    rf"((?=(?:{_CODE_TOKEN}\s+){{0,4}}(?:\d|{_DIGIT}|{_TEEN}|{_TENS})\b)"
+    rf"{_CODE_TOKEN}(?:\s+{_CODE_TOKEN}){{2,}})\b",
+    re.IGNORECASE,
+)
 # Four or more number words in a row that no other pattern read ("twenty forty five
 # seventy seven", a sort code; "nine two ninety eight", a date the short way; "one nine i
 # zero eight four seven e", a register pin): a number said in groups identifies whatever it
@@ -295,5 +306,6 @@ GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("DATE", MONTH_ALONE),
     ("DATE", CARDINAL_DATE),
     ("DATE", BIRTHDAY),
+    ("ID", CODE),
     ("AGE", WHO_AGE),
 ]  # the group is the span
