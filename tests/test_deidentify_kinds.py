@@ -60,7 +60,7 @@ def redactor() -> Redactor:
         ("i was born on boxing day and got half the presents", "boxing day", "[DATE]"),
         ("the shop on the corner of elm grove and larch drive", "larch drive", "[ADDRESS]"),
         ("i left home at seventeen and never went back", "seventeen", "[AGE]"),
-        ("the claim reference is k t four one eight", "k t four one eight", "[ID]"),
+        ("the claim reference is k t four one eight", "four one eight", "[ID]"),
         # a user name or handle, typed or said
         ("Add me, I'm kaz_b77 on there.", "kaz_b77", "[ID]"),
         ("my gamertag is kaz underscore b seventy seven", "kaz b seventy seven", "[ID]"),
