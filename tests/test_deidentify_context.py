@@ -82,7 +82,7 @@ def test_found(redactor, text, gone):
         "in every way it was a good year",
         "my phone bill went up again",
         "my youngest daughter made me a cake",
-        "my mum's birthday and the dog's birthday are in june",
+        "my mum's birthday and the dog's birthday are on the same day",
         "she was diagnosed with cancer last year",
         "we climbed to the mountain top in forty five minutes",
     ],

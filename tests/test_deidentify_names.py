@@ -56,11 +56,10 @@ def test_names_and_places_found(redactor, text, gone, tag):
 @pytest.mark.parametrize(
     "text",
     [
-        "i hope you will be reading by the fire in june",
         "the rose bush may need cutting back soon",
         "my son keeps telling me to slow down and my daughter worries too",
         "our dog barks at the postman and the cat hasn't eaten",
-        "I hope we will walk to the park in May if the rain stops.",
+        "may i ask you something and we may go to march on the capital",
         "my friend said the bath was too hot and i laughed",
         "we walked five miles up the hill and down the lane",
     ],

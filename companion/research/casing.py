@@ -169,6 +169,14 @@ _NOT_PET_NAMES = _set(
     "while again too food bowl bed lead walk walks and but so or i to from in at of for with "
     "on the a an my our his her their as just always never still was were does did do can "
     "jumped chased chases follows followed needs needed "
+    "till until out off back up down away home round around over about there here now "
+    "today tonight yesterday every gently quietly outside inside put let "
+)
+# "we had snowball the rabbit", "they got biscuit the dog": having, losing or naming a pet
+# before its name and its kind.
+_HAVING = _set(
+    "had have has got get adopted rescued bought lost buried missed miss love loved named "
+    "called remember remembered"
 )
 _PAST = _set("was is has had died got went ran came ate bit sat")
 _TITLES = re.compile(
@@ -181,8 +189,14 @@ def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
     """The word after "our dog" / "the cat called" in text without capitals, unless it is a
     verb or function word that a story puts there."""
     spans, words = [], list(_WORD.finditer(text))
-    for i, m in enumerate(words[:-1]):
+    for i, m in enumerate(words):
         if m.group(0) not in _PETS:  # "the dog's tail" is no name
+            continue
+        if i >= 3 and words[i - 1].group(0) == "the" and words[i - 3].group(0) in _HAVING:
+            name = words[i - 2]
+            if name.group(0) not in STOP and name.group(0) not in _NOT_PET_NAMES:
+                spans.append(Span(name.start(), name.end(), "PET"))
+        if i + 1 == len(words):
             continue
         nxt = words[i + 1]
         if nxt.group(0) in ("called", "named") and i + 2 < len(words):

@@ -27,7 +27,7 @@ from companion.errors import ConfigError
 from companion.files import open_private, private_dir
 from companion.research import context, intros, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, truecase, typed_names, widen
-from companion.research.context import RELATIONS, RELATIVE_AGE, context_names
+from companion.research.context import RELATIONS, RELATIVE_AGE, apposed_names, context_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
@@ -60,7 +60,12 @@ ADDRESS = re.compile(
     re.IGNORECASE,
 )
 # "Flat 2/1" (a Glasgow tenement's floor and door), "Flat 3B", "Apartment 12".
-FLAT = re.compile(r"\b(?i:flat|apartment|apt|unit)\.?\s+\d{1,3}(?:\s?/\s?\d{1,2})?[A-Za-z]?\b")
+# A tenement's "3/2" written before the house number ("3/2, 58 Auldhouse Terrace").
+FLAT = re.compile(
+    r"\b(?i:flat|apartment|apt|unit)\.?\s+\d{1,3}(?:\s?/\s?\d{1,2})?[A-Za-z]?\b"
+    rf"|\b\d{{1,2}}/\d{{1,2}},?(?=\s+\d{{1,5}}[a-z]?,?\s+(?:[A-Z][\w'-]+\s+){{1,3}}"
+    rf"(?:{_STREET_WORDS.title()})\b)"
+)
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
 DATES = [
     re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"),
@@ -118,6 +123,9 @@ _BIRTHDAY = re.compile(r"\b([A-Za-z][\w-]+)'s?\s+birthday\b")
 # written as one token or in groups ("PN 88213 774", "QQ 12 34 56 C").
 ID = re.compile(r"\b(?=[A-Z0-9-]*\d[A-Z0-9-]*\d[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9-]{5,}\b")
 GROUPED_ID = re.compile(r"\b[A-Z]{1,3}(?:\s?\d{2,}){2,4}(?:\s?[A-Z])?\b")
+# A UK number plate ("BP68 WZN") and a bank sort code ("80-22-61").
+PLATE = re.compile(r"\b[A-Z]{2}\d{2}\s?[A-Z]{3}\b")
+SORT_CODE = re.compile(r"(?<![\d-])\d{2}-\d{2}-\d{2}(?![\d-])")
 # A year, with the day it names if any ("Boxing Day 1987"): dates pin people down.
 YEAR = re.compile(
     r"\b(?:(?i:christmas|boxing|new year's|valentine's|easter|bonfire)\s+"
@@ -133,6 +141,8 @@ WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     *(("DATE", p) for p in DATES),
     ("ID", ID),
     ("ID", GROUPED_ID),
+    ("ID", PLATE),
+    ("ID", SORT_CODE),
     ("DATE", YEAR),
     *spoken.PATTERNS,
 ]
@@ -174,9 +184,18 @@ class Redactor:
                   if _birthday_name(text, m)]  # fmt: skip
         for label, pattern in (*spoken.GROUPED, ("AGE", RELATIVE_AGE)):
             found += [Span(m.start(1), m.end(1), label) for m in pattern.finditer(text)]
+        for m in spoken.NAME_IS_AGE.finditer(text):  # "pearl is sixty three and ..."
+            word = m.group(1)
+            if (word[0].isupper() and not re.fullmatch(_NOT_NAMES, word)) or (
+                word.islower() and word not in context.STOP and self.nameish(word)
+            ):
+                found.append(Span(m.start(2), m.end(2), "AGE"))
         for m in spoken.AGE_MARKED.finditer(text):  # one of its alternatives' groups
             g = next(i for i in range(1, 7) if m.group(i))
             found.append(Span(m.start(g), m.end(g), "AGE"))
+        # a run of numbers no other pattern read (a phone or a date keeps its own tag)
+        found += [Span(m.start(), m.end(), "ID") for m in spoken.NUMBER_RUN.finditer(text)
+                  if not any(s.start < m.end() and m.start() < s.end for s in found)]  # fmt: skip
         for name in (*self.names, *sorted(self.learned), *self.short):
             rx = rf"\b{re.escape(name)}(?:'s)?\b"
             found += [Span(m.start(), m.end(), "PERSON") for m in re.finditer(rx, text, re.I)]
@@ -200,6 +219,7 @@ class Redactor:
                 base = word.lower().removesuffix("'s")
                 if len(base) > 2 and base not in intros.GLUE_WORDS and self.nameish(base):
                     self.learned.add(base)
+            self.learned.update(_or_names(text, self.nameish))
 
     def nameish(self, word: str) -> bool:
         """A lower-case word that may be a name: no ordinary word (by the gazetteer when
@@ -222,11 +242,13 @@ class Redactor:
         for text, spans in zip(texts, found, strict=True):
             if any(c.isupper() for c in text):
                 spans += typed_names(text, gaz) + unknown.typed_unknown(text, gaz, freq)
+                spans += apposed_names(text, gaz, _common, freq)
                 views.append(text)
                 continue
             view, names = truecase(text, gaz, _common)
             spans += names + _name_rules(view) + pet_names(text, gaz)
             spans += context_names(text, gaz, _common) + place_phrases(text, gaz)
+            spans += apposed_names(text, gaz, _common, freq)
             spans += unknown.unknown_names(text, gaz, freq, _common)
             views.append(unknown.name_candidates(view, gaz, freq))
         for text, view, spans, entities in zip(
@@ -310,7 +332,17 @@ def _name_rules(text: str, nameish: Callable[[str], bool] | None = None) -> list
         if (word[0].isupper() and not re.fullmatch(_NOT_NAMES, word)
                 or lower and nameish is not None and nameish(word)):  # fmt: skip
             found.append(Span(m.start(1), m.end(1), "PERSON"))
+            if m.group(2) and m.group(2).lower() not in context.STOP:  # "cal or cally"
+                found.append(Span(m.start(2), m.end(2), "PERSON"))
     return found + [Span(m.start(1), m.end(1), "PET") for m in _PET.finditer(text)]
+
+
+def _or_names(text: str, nameish: Callable[[str], bool]) -> set[str]:
+    """The second of two names one is called by ("calls me cal or cally"): a name because
+    the first is, though it may be an English word too."""
+    return {m.group(2).lower() for m in intros.NICKNAME.finditer(text)
+            if m.group(2) and nameish(m.group(1).lower()) and len(m.group(2)) > 2
+            and m.group(2).lower() not in context.STOP | intros.GLUE_WORDS}  # fmt: skip
 
 
 def _lower_names(text: str) -> list[Span]:

@@ -51,8 +51,10 @@ CALLER = re.compile(
 )
 # "my husband always called me zee", "everyone calls me Zellie": a name the participant is
 # known by (group 1; `deidentify` keeps it only when it is no ordinary word).
+# A second name offered with "or" ("calls me cal or cally") is one too (group 2).
 NICKNAME = re.compile(
     rf"\b(?i:call(?:s|ed|ing)?\s+me|know(?:s|n)?\s+me\s+as)\s+{_NOT_GLUE}({_WORD})"
+    rf"(?:,?\s+(?i:or)\s+{_NOT_GLUE}({_WORD}))?"
 )
 _ENDINGS = ("", "ie", "y", "s", "sie", "o")
 

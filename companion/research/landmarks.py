@@ -34,7 +34,42 @@ _NAME_KIND = re.compile(
     r"estuary|coast|riviera|fjords|alps|highlands|lakes|broads|falls|gorge|national park|"
     r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens)\b"
 )
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
+# "glasgow airport", "the Queen Elizabeth Hospital", "moseley road baths", "the Jewellery
+# Quarter": a building or district named by its kind. Said with a name part it is one
+# place in one town, so it locates the speaker as a town does.
+_HEADS = (
+    r"airport|hospital|infirmary|hospice|station|school|academy|college|university|church|"
+    r"chapel|temple|mosque|gurdwara|synagogue|centre|center|baths|lido|suite|quarter|market|"
+    r"stadium|arena|museum|gallery|theatre|library|park|spa|zoo|surgery|hotel|arms|inn"
+)
+_HEAD_PHRASE = re.compile(rf"\b((?:[A-Za-z][\w'-]+\s+){{1,3}})(?i:{_HEADS})\b")
+# Words that make a kind ordinary rather than a name ("the local hospital", "the train
+# station", "primary school"): checked on every name word.
+_MODIFIERS = _words(
+    "local new old nearest nearby main big little small general same other whole private "
+    "children's kids women's maternity mental community village town city's primary "
+    "secondary high grammar boarding nursery sunday night medical dental police fire petrol "
+    "bus train railway coach tube underground car theme water amusement leisure shopping "
+    "garden health sports swimming football bridal honeymoon hotel first last next "
+    # days, months and feasts are capitalised, so no "English word", yet name no place
+    "monday tuesday wednesday thursday friday saturday sunday january february march april "
+    "may june july august september october november december christmas easter xmas"
+)
+# "at city hospital", "to central station": bare, after a preposition, a kind with a name
+# part of ordinary words is still a proper name ("at the city hospital" stays).
+_BARE_CUES = _words("at in to from near outside into by")
+_BARE_HEADS = _words(
+    "airport hospital infirmary hospice baths temple quarter suite stadium academy"
+)
+_TITLED = _words("st saint royal queen king prince princess")
+_QUARTER = re.compile(r"\b(?i:the)\s+(?i:north|south|east|west)\s+(?i:end)\b(?!\s+of\b)")
 
 
 def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
@@ -59,7 +94,52 @@ def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
         words = [w for w in m.groups() if w]
         if all(_named(w, lower, gaz) for w in words):
             spans.append(Span(m.start(), m.end(), "PLACE"))
+    spans += [Span(m.start(), m.end(), "PLACE") for m in _QUARTER.finditer(text)]
+    return spans + _headed(text, lower, gaz)
+
+
+def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
+    """Buildings and districts named with their kind: the name words just before the kind,
+    as many as can be (typed: capitalised with the kind capitalised too; spoken: at least
+    one no English word, or bare after a preposition)."""
+    spans = []
+    for m in _HEAD_PHRASE.finditer(text):
+        head = text[m.end(1) : m.end()]
+        words = list(re.finditer(r"\S+", m.group(1)))
+        # keep the words nearest the kind that can belong to a name
+        kept: list[re.Match[str]] = []
+        for w in reversed(words):
+            base = w.group(0).lower().removesuffix("'s")
+            if base in _NOT_A_NAME or base in _MODIFIERS or not (lower or base[0] != w[0][0]):
+                break
+            kept.insert(0, w)
+        if not kept:
+            continue
+        if not lower:
+            ok = head[0].isupper()
+        elif _bare(text[: m.start(1) + kept[0].start()], head):
+            ok = True  # "at city hospital", "to holy cross academy"
+        else:
+            # not the verb that leads up to it ("walking [around] sf zoo")
+            while kept and _leading(kept[0].group(0), gaz):
+                kept.pop(0)
+            # GeoNames knows "mine", "gas" and "son" as places: a name word here must be no
+            # English word at all ("glasgow", "moseley", "jewellery"), or a saint's or a
+            # royal name that makes an institution ("st mary's", "the royal infirmary")
+            ok = any(not gaz.is_ordinary(w.group(0).removesuffix("'s")) or w.group(0) in _TITLED
+                     for w in kept)  # fmt: skip
+        if ok and kept:
+            spans.append(Span(m.start(1) + kept[0].start(), m.end(), "PLACE"))
     return spans
+
+
+def _bare(before: str, head: str) -> bool:
+    last = before.split()[-1:]
+    return bool(last) and last[0] in _BARE_CUES and head.lower() in _BARE_HEADS
+
+
+def _leading(word: str, gaz: Gazetteer) -> bool:
+    return gaz.is_ordinary(word) and word not in gaz.places and word not in _TITLED
 
 
 _THE = re.compile(r"\b(?i:the)\s+$")

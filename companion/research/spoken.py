@@ -19,10 +19,12 @@ _ORDINAL = (
     r"thirtieth|(?:twenty|thirty)[\s-](?:first|second|third|fourth|fifth|sixth|seventh|"
     r"eighth|ninth))"
 )
+# "fortieth", "ninetieth": the tens' ordinals are not the tens with "ieth" ("fortyieth").
+_TENTHS = r"(?:twentieth|thirtieth|fortieth|fiftieth|sixtieth|seventieth|eightieth|ninetieth)"
 _ORD_DIGITS = r"(?:\d{1,2}(?:st|nd|rd|th))"
 _MONTH = (
     r"(?:january|february|march|april|may|june|july|august|september|october|november|"
-    r"december)"
+    r"december|jan|feb|sept|aug|oct|nov|dec)"  # "the ninth of feb": said short too
 )
 # "nineteen eighty two", "two thousand and five", "twenty twenty three"
 _YEAR = (
@@ -81,7 +83,7 @@ AGE = re.compile(
     r"|[\s-]year[\s-]old)"
     rf"|(?:aged|age|at the age of)\s+(?:\d{{1,3}}|{_NUMBER}(?:[\s-]{_UNIT})?)"
     rf"|turned\s+(?:\d{{1,3}}|{_NUMBER})"
-    rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENS}ieth)\s+birthday)\b",
+    rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENTHS})\s+birthday)\b",
     re.IGNORECASE,
 )
 # "I was sixty three when...", "I'll be eighty next spring": an age said without "years old";
@@ -89,7 +91,8 @@ AGE = re.compile(
 _UNITS = (
     r"minutes?|hours?|days?|weeks?|months?|years?|times?|pounds?|quid|miles?|pence|percent|"
     r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?|o'clock|"
-    r"am|pm|in the|at|on|out of|thirty|fifteen|forty five|quid|grand|pence|p"
+    r"am|pm|in the|at|on|out of|thirty|fifteen|forty five|quid|grand|pence|p|"
+    r"doors?|streets?|houses?|stops?|floors?|steps?|blocks?|sizes?"
 )
 # "back in sixty eight", "the summer of seventy six": a year said by its last two digits.
 SHORT_YEAR = re.compile(
@@ -146,9 +149,15 @@ _ON_STREET = re.compile(
     r"terrace|gardens|mews|parade|cottage|farm|lodge|manor|grange))\b",
     re.IGNORECASE,
 )
+# "the corner of maple avenue and birch road": a second street joined to a first.
+_AND_STREET = re.compile(
+    rf"\b{_STREET}\s+and\s+((?:{_NAME_WORD}\s+){{1,2}}{_STREET})\b", re.IGNORECASE
+)
 # "flat two stroke one": a tenement flat read out.
 SPOKEN_FLAT = re.compile(
-    rf"\bflat\s+{_NUMBER}\s+(?:stroke|slash|oblique|over)\s+{_NUMBER}\b", re.IGNORECASE
+    rf"\bflat\s+(?:is\s+|number\s+)?{_NUMBER}\s+(?:stroke|slash|oblique|over)\s+{_NUMBER}\b"
+    rf"|\b{_NUMBER}\s+stroke\s+{_NUMBER}\b",  # "stroke" is said for a flat's slash only
+    re.IGNORECASE,
 )
 # A postcode read out: "b twenty three five q w", "l s six two q t".
 SPOKEN_POSTCODE = re.compile(
@@ -166,9 +175,10 @@ AGE_MARKED = re.compile(
     rf"|would have been\s+({AGE_NUMBER})\b{NOT_AN_AGE}"
     rf"|(?:lived|live|living|made it|make it)\s+to\s+(?:be\s+|the\s+(?:grand\s+)?(?:old\s+)?"
     rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
-    rf"|(?:my|his|her|their|your|our)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENS}ieth|hundredth|"
+    rf"|(?:my|his|her|their|your|our)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENTHS}|hundredth|"
     rf"{_TENS}[\s-](?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|{_TEEN}th)"
-    rf"|\bat\s+({_TENS}(?:[\s-]{_UNIT})?)(?!\s+(?:past|to|minutes|{_UNITS})\b)"
+    rf"|\bat\s+({_TENS}(?:[\s-]{_UNIT})?|(?:thir|four|fif|six|seven|eigh|nine)teen)"
+    rf"(?!\s+(?:past|to|minutes|hundred|{_UNITS})\b)"
     rf"|(?:girl|boy|lad|lass|child|kid|man|woman|youngster|baby) of\s+({AGE_NUMBER}))\b"
 )
 # "the summer of seventy six", "christmas day nineteen ninety", "the third of the fifth",
@@ -179,14 +189,96 @@ MORE_DATES = re.compile(
     rf"|(?:christmas|boxing|new year'?s|valentine'?s|easter|bonfire|midsummer)"
     rf"(?:\s+(?:day|eve|night))?\s+{_YEAR}"
     rf"|the\s+(?:{_ORDINAL}|{_ORD_DIGITS})\s+of\s+the\s+(?:{_ORDINAL}|{_ORD_DIGITS})"
+    rf"(?:\s+{_SHORT}(?![\w-]))?"
     rf"|(?<=on\s)the\s+(?:{_ORDINAL}|{_ORD_DIGITS})(?=\s+(?:at|and|i|we|he|she|they|for|so|"
     r"when|but|this|next|last|in|is|was)\b|\s*$))\b"
     rf"(?!\s+(?i:floor|time|row|house|door))"
 )
 ON_DAY = re.compile(
-    r"\b(?i:on|every|since|until|till|by|from|before|after)\s+"
+    r"\b(?i:on|every|since|until|till|by|from|before|after|birthday(?:'s|\s+is|\s+was)|born|due)\s+"
     r"((?:0?[1-9]|[12]\d|3[01])[./](?:0?[1-9]|1[0-2])|(?:0?[1-9]|1[0-2])[./](?:[12]\d|3[01]))"
     r"\b(?![./,]\d)"
+)
+
+# "saturday the fifth", "on Friday the 11th": a weekday with its date pins a day.
+_WEEKDAY = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|weds|thu|"
+    r"thur|thurs|fri|sat|sun)\.?"  # "Tues 4th"
+)
+WEEKDAY_DATE = re.compile(
+    rf"\b{_WEEKDAY}\s+(?:the\s+)?(?:{_ORDINAL}|{_ORD_DIGITS})\b(?!\s+(?:time|floor|row)\b)"
+    rf"|\b{_MONTH}\.?\s+['’]\d\d\b",  # "March '98"
+    re.IGNORECASE,
+)
+# A user name or handle: "harpreet_s98", "@preet_s", "preet98", "preet underscore s": an
+# underscore (typed or said) or letters run into two or more digits is never ordinary prose.
+HANDLE = re.compile(
+    r"(?<![\w@.])@[A-Za-z0-9_.]{2,}|\b[A-Za-z]+_[A-Za-z0-9_]+\b|\b[A-Za-z]{3,}\d{2,}\b"
+    rf"|\b[a-z0-9]+(?:\s+underscore\s+[a-z0-9]+)+(?:\s+(?:{_DIGIT}|{_TEEN}|{_TENS})\b)*",
+    re.IGNORECASE,
+)
+# "due in april", "since last august", "the wedding in may": a month said alone after a word
+# that makes it a time (not "may i", "march on"); a month narrows a birth or an event.
+MONTH_ALONE = re.compile(
+    r"\b(?:in|since|until|till|by|last|next|this|early|late|mid|end of|beginning of|start of|"
+    rf"middle of|during|before|after)\s+(?:(?:early|late|mid)[\s-]+)?({_MONTH})\b(?!')"
+    r"(?!\s+(?:i|we|you|he|she|they|it|be|have|not)\b)",
+    re.IGNORECASE,
+)
+# "her birthday is the twenty second", "born on christmas eve": a birthday's day.
+_FEAST = r"(?:christmas|boxing|new year'?s|valentine'?s|easter|hallowe'?en|st patrick'?s)"
+BIRTHDAY = re.compile(
+    rf"\b(?:(?:birthday|anniversary|due date)(?:'s|\s+is|\s+was)|born\s+on)\s+"
+    rf"(the\s+(?:{_ORDINAL}|{_ORD_DIGITS})|{_FEAST}(?:\s+(?:day|eve))?)\b",
+    re.IGNORECASE,
+)
+# "on twelve june", "from three may": a day said as a cardinal before its month.
+CARDINAL_DATE = re.compile(
+    rf"\b(?:on|the|by|until|till|from|since|before|after)\s+((?:(?:twenty|thirty)(?:[\s-]one|"
+    rf"[\s-]{_UNIT_2})?|{_TEEN}|{_UNIT})\s+{_MONTH})\b(?!\s+(?:i|we|you|be|have|not)\b)",
+    re.IGNORECASE,
+)
+# "in his eighties", "her early fifties", "in my 80s": an age by its decade.
+DECADE_AGE = re.compile(
+    r"\b(?:in|into)\s+(?:his|her|their|my|your|our)\s+(?:(?:early|mid|late)[\s-]+)?"
+    r"(?:teens|twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties|"
+    r"[1-9]0'?s)\b",
+    re.IGNORECASE,
+)
+# "the booking reference is x q seven nine two": what follows a reference's name, letters
+# and numbers read out (three or more, one a number at least).
+_CODE_TOKEN = rf"(?:(?![ai]\b)[a-z]|\d+|{_DIGIT}|{_TEEN}|{_TENS})"
+CODE = re.compile(
+    r"\b(?:reference|ref|code|pin|password|passcode|membership|policy|account|passport|"
+    r"licence|license|registration|reg|id)(?:\s+(?:number|no|code))?\s+(?:is|was|'s)\s+"
+    rf"((?=(?:{_CODE_TOKEN}\s+){{0,4}}(?:\d|{_DIGIT}|{_TEEN}|{_TENS})\b)"
+    rf"{_CODE_TOKEN}(?:\s+{_CODE_TOKEN}){{2,}})\b",
+    re.IGNORECASE,
+)
+# Four or more number words in a row that no other pattern read ("twenty forty five
+# seventy seven", a sort code; "nine two ninety eight", a date the short way; "one nine i
+# zero eight four seven e", a register pin): a number said in groups identifies whatever it
+# numbers. A single letter inside counts when numbers are on both sides.
+_RUN_WORD = rf"(?:{_DIGIT}|{_TEEN}|{_TENS})"
+NUMBER_RUN = re.compile(
+    rf"(?<![\w'-]){_RUN_WORD}(?:[\s-]+(?:[a-z][\s-]+)?{_RUN_WORD}){{3,}}\b"
+    r"(?:\s+(?![ai]\b)[a-z]\b)?",
+    re.IGNORECASE,
+)
+# "who's seventy-four and grows chillies", "pearl is sixty three and does aqua": a person
+# (named, or "who") is a bare number and then goes on with the sentence.
+_AGE_END = (
+    r"(?=\s*(?:[,.;:!?]|$)|\s+(?:and|now|but|so|already|still|next|this|today|yet|going|"
+    r"with|in|on)\b)"
+)
+WHO_AGE = re.compile(
+    rf"\b(?i:who(?:'s|\s+is|\s+was|'ll\s+be|\s+will\s+be|\s+turned|\s+turns))\s+"
+    rf"((?i:{AGE_NUMBER}|1[01]\d))\b{NOT_AN_AGE}{_AGE_END}"
+)
+NAME_IS_AGE = re.compile(
+    rf"\b([a-z][\w'-]+),?\s+(?:is|was|are|turns|turned|'s)\s+((?i:{AGE_NUMBER}|1[01]\d))\b"
+    rf"{NOT_AN_AGE}{_AGE_END}",
+    re.IGNORECASE,
 )
 
 PATTERNS: list[tuple[str, re.Pattern[str]]] = [
@@ -199,6 +291,9 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("AGE", AGE),
     ("DATE", SHORT_YEAR),
     ("DATE", MORE_DATES),
+    ("DATE", WEEKDAY_DATE),
+    ("AGE", DECADE_AGE),
+    ("ID", HANDLE),
 ]
 GROUPED: list[tuple[str, re.Pattern[str]]] = [
     # every start tried (a lookahead): "reach k at k dot lee at gmail dot com" has two
@@ -206,5 +301,11 @@ GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("AGE", SAID_AGE),
     ("ADDRESS", _LIVED_ON),
     ("ADDRESS", _ON_STREET),
+    ("ADDRESS", _AND_STREET),
     ("DATE", ON_DAY),
+    ("DATE", MONTH_ALONE),
+    ("DATE", CARDINAL_DATE),
+    ("DATE", BIRTHDAY),
+    ("ID", CODE),
+    ("AGE", WHO_AGE),
 ]  # the group is the span
