@@ -31,6 +31,7 @@ from companion.research.context import RELATIONS, RELATIVE_AGE, apposed_names, c
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
+from companion.research.propagate import propagate
 
 SALT_NAME = "export_salt"
 
@@ -163,6 +164,8 @@ class Redactor:
     learned: set[str] = field(default_factory=set, compare=False)
     # Short forms of the first names ("zel", "zellie" for Zelda), none an ordinary word.
     short: tuple[str, ...] = ()
+    # Names found once in this export, redacted wherever else they are said (`propagate`).
+    propagated: set[str] = field(default_factory=set, compare=False)
 
     @property
     def method(self) -> str:
@@ -259,8 +262,9 @@ class Redactor:
             spans += entities
         out = [with_places(text, widen(text, spans, gaz, _common), gaz)
                for text, spans in zip(texts, found, strict=True)]  # fmt: skip
-        return [s + unknown.spelled(t, s) if t.islower() else s
-                for t, s in zip(texts, out, strict=True)]  # fmt: skip
+        out = [s + unknown.spelled(t, s) if t.islower() else s
+               for t, s in zip(texts, out, strict=True)]  # fmt: skip
+        return propagate(texts, out, self.propagated, gaz, freq)
 
     def redact(self, text: str | None, use_ner: bool = True) -> str | None:
         if not text:

@@ -9,13 +9,14 @@ personal details; any redaction there counts against us). `--voice` also measure
 sentences as a recogniser writes them (lower case, no punctuation).
 
     .venv/bin/python tests/bench/bench_pii.py [--sentences 120] [--situations FILE] [--voice]
-        [--set3] [--set4] [--set5] [--set6] [--misses] [--set7] [--month DAYS]
+        [--set3] [--set4] [--set5] [--set6] [--set7] [--misses] [--set8] [--month DAYS]
 
 Sets 3 and 4 (tests/bench/pii_set3.txt, pii_set4.txt) were each written by someone who had
 not seen the rules, run once as the held-out result, and are development sets since:
 `--misses` prints what they miss; so is set 5 since issue 14's fourth round and set 6 since
-its sixth. Set 7 (pii_set7.txt), written the same way, was first run once the rules were
-final: `--set7` prints its counts, never its misses.
+its sixth, and set 7 since its seventh. Set 8 (pii_set8.txt), written the same way, was first
+run once the rules were final: `--set8` prints its counts, never its misses. Each part of a set
+(typed, as recognised, all) is read as one export: names found in it spread within it only.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ SET3 = Path(__file__).with_name("pii_set3.txt")  # the development set since iss
 SET4 = Path(__file__).with_name("pii_set4.txt")  # a development set since issue 14's 2nd round
 SET5 = Path(__file__).with_name("pii_set5.txt")  # a development set since issue 14's 4th round
 SET6 = Path(__file__).with_name("pii_set6.txt")  # a development set since issue 14's 6th round
-SET7 = Path(__file__).with_name("pii_set7.txt")  # held out: counts only, run once
+SET7 = Path(__file__).with_name("pii_set7.txt")  # a development set since issue 14's 7th round
+SET8 = Path(__file__).with_name("pii_set8.txt")  # held out: counts only, run once
 # The participant's own contact details (the goal is 100 % for them and their own name).
 CONTACT = ("phone", "phone_spoken", "email", "email_spoken")
 
@@ -91,13 +93,23 @@ def recall(
     return {k: (hits[k], totals[k]) for k in sorted(totals)}, missed
 
 
+EXPORT_TEXTS = 100
+
+
 def over_redaction(redactor: Redactor, path: Path, lower: bool) -> tuple[int, int, float]:
     with path.open(newline="", encoding="utf-8") as f:
         texts = [row["content"] for row in csv.DictReader(f)]
     if lower:
         texts = [re.sub(r"[^\w\s@'-]", " ", t).lower() for t in texts]
     t0 = time.perf_counter()
-    found = redactor.spans_many(texts)
+    found = []
+    # The situations come from many writers; an export holds one participant's texts, and
+    # a name found in it spreads only within it (research.propagate): one "export" per
+    # EXPORT_TEXTS situations, about a month of one participant's story turns and replies.
+    for i in range(0, len(texts), EXPORT_TEXTS):
+        redactor.propagated.clear()
+        found += redactor.spans_many(texts[i : i + EXPORT_TEXTS])
+    redactor.propagated.clear()
     elapsed = time.perf_counter() - t0
     words = redacted = 0
     for text, spans in zip(texts, found, strict=True):
@@ -161,7 +173,8 @@ if __name__ == "__main__":
     parser.add_argument("--set4", action="store_true", help="Set 4 (a development set now).")
     parser.add_argument("--set5", action="store_true", help="Set 5 (a development set now).")
     parser.add_argument("--set6", action="store_true", help="Set 6 (a development set now).")
-    parser.add_argument("--set7", action="store_true", help="Held-out set 7 (counts only).")
+    parser.add_argument("--set7", action="store_true", help="Set 7 (a development set now).")
+    parser.add_argument("--set8", action="store_true", help="Held-out set 8 (counts only).")
     parser.add_argument("--month", type=int, default=30, help="Days of transcripts (0: none).")
     args = parser.parse_args()
     print(f"{cpu_line()}; Python {platform.python_version()}")
@@ -187,16 +200,19 @@ if __name__ == "__main__":
         held.append(("set 5", SET5, "a development set since issue 14's fourth round"))
     if args.set6:
         held.append(("set 6", SET6, "a development set since issue 14's sixth round"))
-    if args.set7:  # the held-out result: counts only, never its misses
-        held.append(("held-out set 7", SET7, "never seen before the rules were final"))
+    if args.set7:
+        held.append(("set 7", SET7, "a development set since issue 14's seventh round"))
+    if args.set8:  # the held-out result: counts only, never its misses
+        held.append(("held-out set 8", SET8, "never seen before the rules were final"))
     for set_name, path, note in held:
         typed_n, spoken_n = set3(path)
         # each set's participant as config.toml knows them (its header), in a fresh export
         redactor = redactor_for([participant(path)], load_pipeline())
         for name, part in (("typed", typed_n), ("as recognised", spoken_n),
                            ("all", typed_n + spoken_n)):  # fmt: skip
+            redactor.propagated.clear()  # each part one export
             per_type, missed = recall(redactor, False, part)
-            show = args.misses and name != "all" and path != SET7
+            show = args.misses and name != "all" and path != SET8
             report(f"{set_name}, {name} ({note})", per_type, missed, show=show)
             own = [v for k, v in per_type.items() if k.startswith("own")]
             contact = [v for k, v in per_type.items() if k in CONTACT]

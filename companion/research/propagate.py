@@ -1,0 +1,69 @@
+"""A name found once is a name wherever the same participant says it again.
+
+A participant introduces a friend once with a cue ("my friend rose") and later says the
+name bare ("rose came round with scones"). In recogniser text nothing marks the later
+mention, and when the name is also an English word no rule may redact it on its own. So the
+words of every PERSON and PET span of an export are redacted in all its other texts too (and
+in later batches: `Redactor.propagated`), if they can be told from ordinary words:
+- a word that is no English word (the spans already hold it wherever a rule saw it);
+- a census first name that is not among the most frequent English words: "rose", "grant",
+  "amber" spread, "will", "mark", "hope" do not (`NAME_ZIPF`);
+- a pet's name that is a rare English word ("pickle", "nugget"; `PET_ZIPF`).
+Months and weekdays never spread. Earlier batches of an export are not revisited.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from companion.research.ner import Span
+
+if TYPE_CHECKING:
+    from companion.research.gazetteer import Gazetteer
+
+NAME_ZIPF = 5.0  # wordfreq Zipf: "rose" 4.8, "grant" 4.7 spread; "mark" 5.05, "hope" 5.4 not
+PET_ZIPF = 4.0  # "pickle" 3.5 spreads; "buddy" 4.3, "lucky" 4.6 do not
+_CALENDAR = frozenset({
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+})  # fmt: skip
+_WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
+
+
+def spreads(word: str, label: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
+    """May `word`, found in a `label` span, be redacted wherever else it is said?"""
+    if len(word) < 3 or word in _CALENDAR:
+        return False
+    if not gaz.is_ordinary(word) and freq.get(word, 0.0) < NAME_ZIPF:
+        return True
+    zipf = freq.get(word, 0.0)
+    if label == "PET":
+        return zipf < PET_ZIPF
+    return label == "PERSON" and word in gaz.first and zipf < NAME_ZIPF
+
+
+def propagate(texts: list[str], found: list[list[Span]], known: set[str], gaz: Gazetteer,
+              freq: dict[str, float]) -> list[list[Span]]:  # fmt: skip
+    """`found` with every other mention of a spreading name added (as its span's label);
+    `known` (the export's names so far) grows by this batch's."""
+    labels: dict[str, str] = {}
+    for text, spans in zip(texts, found, strict=True):
+        for span in spans:
+            if span.label not in ("PERSON", "PET"):
+                continue
+            for m in _WORD.finditer(text[span.start : span.end].lower()):
+                word = m.group(0).removesuffix("'s")
+                if spreads(word, span.label, gaz, freq):
+                    labels.setdefault(word, span.label)
+    known.update(labels)
+    if not known:
+        return found
+    rx = re.compile(r"\b(" + "|".join(sorted(map(re.escape, known))) + r")(?:'s)?\b", re.I)
+    out = []
+    for text, spans in zip(texts, found, strict=True):
+        extra = [Span(m.start(), m.end(), labels.get(m.group(1).lower(), "PERSON"))
+                 for m in rx.finditer(text)]  # fmt: skip
+        out.append(spans + extra)
+    return out
