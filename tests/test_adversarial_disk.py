@@ -142,6 +142,27 @@ def test_sigterm_during_run_start_up_exits_cleanly(delay: float, tmp_path: Path,
     assert "running" not in {r for r in _statuses(template)}
 
 
+def test_a_start_up_sigterm_ends_the_process_whatever_code_it_lands_in() -> None:
+    """The start-up handler must not depend on the interrupted code: a SIGTERM that arrived
+    inside onnxruntime's C-extension import became "ImportError: initialization failed" (a
+    traceback, exit 1), and code that catches everything swallowed it (the service kept
+    running). Here the signal lands inside code that catches everything."""
+    script = (
+        "import os, signal, sys\n"
+        "from companion.cli import stop_at_once\n"
+        "signal.signal(signal.SIGTERM, stop_at_once)\n"
+        "try:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    import time; time.sleep(0.5)\n"
+        "except BaseException:\n"
+        "    pass\n"
+        "print('still running')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
 def _statuses(home: Path) -> set[str]:
     import sqlite3
 

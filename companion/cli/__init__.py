@@ -9,19 +9,27 @@ loads just what it needs. Nothing imports the CLI.
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import sys
 
 
-def _stop_quietly(*_: object) -> None:
-    raise SystemExit(0)
+def stop_at_once(*_: object) -> None:
+    """SIGTERM while `companion run` starts: end the process now, exit 0.
+
+    Nothing needs winding down yet (an open transaction rolls back by itself). Raising
+    SystemExit instead lands wherever the main thread is: inside onnxruntime's C-extension
+    import it became "ImportError: initialization failed" (a traceback, exit 1), and a
+    SystemExit swallowed on the way left the service running past systemd's stop timeout.
+    """
+    os._exit(0)
 
 
 # `companion run` under systemd: a SIGTERM while it is still starting (importing, loading the
 # model) exits 0 with no traceback; set before the imports below, which take most of that time.
 if next((a for a in sys.argv[1:] if not a.startswith("-")), None) == "run":
-    signal.signal(signal.SIGTERM, _stop_quietly)
+    signal.signal(signal.SIGTERM, stop_at_once)
 
 import click  # noqa: E402
 

@@ -212,7 +212,9 @@ def run(home, voice, input_path) -> None:
 
     # A stop while starting up (model, bank, checks) exits 0 at once; open transactions roll
     # back. `serve` replaces this handler once the scheduler can be shut down.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # also when called without the CLI
+    from companion.cli import stop_at_once
+
+    signal.signal(signal.SIGTERM, stop_at_once)  # also when called without the CLI
     from companion import app
     from companion.service import runner as service
 
