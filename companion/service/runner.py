@@ -330,7 +330,9 @@ def serve(
         try:
             scheduler.shutdown(wait=False)
         except SchedulerNotRunningError:
-            raise SystemExit(0) from None  # not started yet: nothing to wind down
+            # Not started yet: nothing to wind down. Exit now rather than raise SystemExit,
+            # which code the main thread is in could swallow (companion.cli.stop_at_once).
+            os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
