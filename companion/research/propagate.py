@@ -36,9 +36,9 @@ def spreads(word: str, label: str, gaz: Gazetteer, freq: dict[str, float]) -> bo
     """May `word`, found in a `label` span, be redacted wherever else it is said?"""
     if len(word) < 3 or word in _CALENDAR:
         return False
-    if not gaz.is_ordinary(word) and freq.get(word, 0.0) < NAME_ZIPF:
-        return True
     zipf = freq.get(word, 0.0)
+    if not gaz.is_ordinary(word) and zipf < NAME_ZIPF:
+        return True
     if label == "PET":
         return zipf < PET_ZIPF
     return label == "PERSON" and word in gaz.first and zipf < NAME_ZIPF
