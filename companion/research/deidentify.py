@@ -28,6 +28,7 @@ from companion.files import open_private, private_dir
 from companion.research import context, intros, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, truecase, typed_names, widen
 from companion.research.context import RELATIONS, RELATIVE_AGE, apposed_names, context_names
+from companion.research.cues import ordinary_word_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
@@ -243,6 +244,7 @@ class Redactor:
         found = [self.spans(text, lower_rules=False) for text in texts]
         views, freq = [], unknown.load_frequencies()
         for text, spans in zip(texts, found, strict=True):
+            spans += ordinary_word_names(text, gaz)  # "will says", "hunter the lurcher"
             if any(c.isupper() for c in text):
                 spans += typed_names(text, gaz) + unknown.typed_unknown(text, gaz, freq)
                 spans += apposed_names(text, gaz, _common, freq)
@@ -329,7 +331,8 @@ def _name_rules(text: str, nameish: Callable[[str], bool] | None = None) -> list
     for m in intros.CALLER.finditer(text):
         group = 1 if m.group(1) else 2
         word = m.group(group)
-        if word[0].isupper() or lower and nameish is not None and nameish(word.split()[0]):
+        first = word.split()[0].lower()  # "its tig here": a word this rare is a name here
+        if word[0].isupper() or lower and nameish and (nameish(first) or unknown.rare(first)):
             found.append(Span(m.start(group), m.end(group), "PERSON"))
     for m in intros.NICKNAME.finditer(text):
         word = m.group(1)

@@ -44,7 +44,7 @@ NAME_GIVEN = re.compile(
 )
 # "it's zelda here", "zelda haverford speaking", "this is zelda again": a caller's name.
 CALLER = re.compile(
-    rf"\b(?i:it's|it is|this is)\s+({_NOT_GLUE}{_NAME})\s+(?i:here|speaking|calling)\b"
+    rf"\b(?i:it's|its|it is|this is)\s+({_NOT_GLUE}{_NAME})\s+(?i:here|speaking|calling)\b"
     rf"|(?:^|[.,!?]\s*|\b(?i:hello|hi|hiya|morning|evening|yes|oh)\s+)"
     rf"({_NOT_GLUE}{_NAME})"
     r"\s+(?i:speaking|here)\b"

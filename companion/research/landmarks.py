@@ -47,7 +47,8 @@ _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great
 _HEADS = (
     r"airport|hospital|infirmary|hospice|station|school|academy|college|university|church|"
     r"chapel|temple|mosque|gurdwara|synagogue|centre|center|baths|lido|suite|quarter|market|"
-    r"stadium|arena|museum|gallery|theatre|library|park|spa|zoo|surgery|hotel|arms|inn"
+    r"stadium|arena|museum|gallery|theatre|library|park|spa|zoo|surgery|hotel|arms|inn|hall|"
+    r"hill|bay"
 )
 _HEAD_PHRASE = re.compile(rf"\b((?:[A-Za-z][\w'-]+\s+){{1,3}})(?i:{_HEADS})\b")
 # Words that make a kind ordinary rather than a name ("the local hospital", "the train
@@ -64,9 +65,10 @@ _MODIFIERS = _words(
 )
 # "at city hospital", "to central station": bare, after a preposition, a kind with a name
 # part of ordinary words is still a proper name ("at the city hospital" stays).
-_BARE_CUES = _words("at in to from near outside into by")
+_BARE_CUES = _words("at in to from near outside into by up")
 _BARE_HEADS = _words(
-    "airport hospital infirmary hospice baths temple quarter suite stadium academy"
+    "airport hospital infirmary hospice baths temple quarter suite stadium academy park hill "
+    "bay hall"
 )
 _TITLED = _words("st saint royal queen king prince princess")
 _QUARTER = re.compile(r"\b(?i:the)\s+(?i:north|south|east|west)\s+(?i:end)\b(?!\s+of\b)")
@@ -143,6 +145,13 @@ def _leading(word: str, gaz: Gazetteer) -> bool:
 
 
 _THE = re.compile(r"\b(?i:the)\s+$")
+# A name found on its own, then the kind of place it names ("[fosse] park", "[aylestone]
+# leisure centre", "[bryn awel] care home"): the kind belongs to the place.
+_KIND_AFTER = re.compile(
+    r"\s+(?i:(?:(?:leisure|sports|community|medical|health|shopping|swimming|civic|arts)\s+)?"
+    rf"(?:{_HEADS}|hall|hill|bay)|(?:care|nursing|residential) home|(?:golf|social|cricket|"
+    r"football|rugby|bowls|working men's) club)\b"
+)
 
 
 def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
@@ -154,6 +163,9 @@ def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
         if span.label == "PERSON" and any(p.start <= span.start and span.end <= p.end
                                           for p in places):  # fmt: skip
             continue
+        kind = _KIND_AFTER.match(text, span.end)
+        if kind and span.label in ("PERSON", "PLACE") and not text[:span.end].endswith("'s"):
+            span = Span(span.start, kind.end(), "PLACE")
         if span.label == "PLACE" and (m := _THE.search(text, 0, span.start)):
             span = Span(m.start(), span.end, span.label)
         out.append(span)

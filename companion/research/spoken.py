@@ -64,8 +64,10 @@ SPOKEN_EMAIL = re.compile(
     rf"|(?:{_PROVIDERS})\b(?:\s+(?:com|co uk|net|org)\b)?)",
     re.IGNORECASE,
 )
+_TWO_DIGITS = rf"(?:{_TENS}[\s-]{_UNIT}|oh[\s-]{_UNIT})(?!\s+(?:people|of|years|pounds|quid)\b)"
 SPOKEN_DATES = [
-    re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
+    re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+(?:{_YEAR}|{_TWO_DIGITS}))?\b",
+               re.IGNORECASE),  # "the eleventh of april ninety one"
     re.compile(rf"\b{_MONTH}\s+(?:the\s+)?{_ORDINAL}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
     re.compile(rf"\b(?:in|of|since)\s+{_MONTH}\s+{_YEAR}\b", re.IGNORECASE),
     re.compile(
@@ -78,14 +80,6 @@ SPOKEN_DATES = [
         rf"\bnineteen[\s-](?:{_TENS}(?:[\s-]{_UNIT})?|hundred|oh[\s-]{_UNIT})\b", re.IGNORECASE
     ),  # fmt: skip
 ]
-AGE = re.compile(
-    rf"\b(?:(?:\d{{1,3}}|{_NUMBER})(?:[\s-]+(?:years?|yrs?)[\s-]+(?:old|young|of age)"
-    r"|[\s-]year[\s-]old)"
-    rf"|(?:aged|age|at the age of)\s+(?:\d{{1,3}}|{_NUMBER}(?:[\s-]{_UNIT})?)"
-    rf"|turned\s+(?:\d{{1,3}}|{_NUMBER})"
-    rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENTHS})\s+birthday)\b",
-    re.IGNORECASE,
-)
 # "I was sixty three when...", "I'll be eighty next spring": an age said without "years old";
 # not before a unit ("I was ten minutes late").
 _UNITS = (
@@ -93,6 +87,17 @@ _UNITS = (
     r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?|o'clock|"
     r"am|pm|in the|at|on|out of|thirty|fifteen|forty five|quid|grand|pence|p|"
     r"doors?|streets?|houses?|stops?|floors?|steps?|blocks?|sizes?"
+)
+# What a number turned or made counts when it is no age ("turned three pages").
+_MEASURES = r"(?:minutes?|hours?|days?|weeks?|months?|years?|times?|pounds?|quid|miles?|pence|"\
+    r"percent|degrees|pages?|corners?|o'clock|am|pm|p|people|of|or|more|less)"
+AGE = re.compile(
+    rf"\b(?:(?:\d{{1,3}}|{_NUMBER})(?:[\s-]+(?:years?|yrs?)[\s-]+(?:old|young|of age)"
+    r"|[\s-]+(?:days?|weeks?|months?)[\s-]+old|[\s-](?:year|month|week)[\s-]old)"
+    rf"|(?:aged|age|at the age of)\s+(?:\d{{1,3}}|{_NUMBER}(?:[\s-]{_UNIT})?)"
+    rf"|(?:turned|turns|turning|makes me)\s+(?:\d{{1,3}}|{_NUMBER})(?!\s+(?:{_MEASURES})\b)"
+    rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENTHS})\s+birthday)\b",
+    re.IGNORECASE,
 )
 # "back in sixty eight", "the summer of seventy six": a year said by its last two digits.
 SHORT_YEAR = re.compile(
@@ -117,6 +122,9 @@ NAMED_AGE = re.compile(
     r"\b([A-Z][a-z][\w'-]*)\s+(?:is|was|turned|turns|'s|will be|'ll be)\s+"
     rf"((?i:{AGE_NUMBER}))\b(?!\s+(?i:{_UNITS})\b)"
 )
+
+# "Cliff Dunmore, seventy-four, who referees": an age set off by commas after a name.
+APPOSED_AGE = re.compile(rf"\b[A-Z][\w'-]+,\s+((?i:{AGE_NUMBER})|1[01]\d),(?=\s)")
 
 # "twenty two hawthorn drive", "on cherry tree avenue": a street said, with or without its
 # number; the words between are not function words ("five miles up the hill" stays).
@@ -171,11 +179,12 @@ SPOKEN_POSTCODE = re.compile(
 _AGE_OR_DIGITS = rf"(?:{AGE_NUMBER}|1[01]\d)"
 AGE_MARKED = re.compile(
     rf"\b(?i:(?:is|was|'s|will be|'ll be|turns|turning)\s+({AGE_NUMBER})\s+(?:now|this year|"
-    r"next year|this month|next month|next week|today|tomorrow|on (?:\w+day|the \w+)|in \w+)\b"
+    r"next year|this month|next month|next week|today|tomorrow|on (?:\w+day|the \w+)|in \w+"
+    rf"|on {_MONTH}|on (?:new year'?s|christmas|boxing|valentine'?s|easter))\b"
     rf"|would have been\s+({AGE_NUMBER})\b{NOT_AN_AGE}"
     rf"|(?:lived|live|living|made it|make it)\s+to\s+(?:be\s+|the\s+(?:grand\s+)?(?:old\s+)?"
     rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
-    rf"|(?:my|his|her|their|your|our)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENTHS}|hundredth|"
+    rf"|(?:my|his|her|their|your|our|[a-z]+'s)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENTHS}|hundredth|"
     rf"{_TENS}[\s-](?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth)|{_TEEN}th)"
     rf"|\bat\s+({_TENS}(?:[\s-]{_UNIT})?|(?:thir|four|fif|six|seven|eigh|nine)teen)"
     rf"(?!\s+(?:past|to|minutes|hundred|{_UNITS})\b)"
@@ -190,6 +199,10 @@ MORE_DATES = re.compile(
     rf"(?:\s+(?:day|eve|night))?\s+{_YEAR}"
     rf"|the\s+(?:{_ORDINAL}|{_ORD_DIGITS})\s+of\s+the\s+(?:{_ORDINAL}|{_ORD_DIGITS})"
     rf"(?:\s+{_SHORT}(?![\w-]))?"
+    # "gave her the twenty sixth off": a day of the month past the twentieth, said alone
+    r"|the\s+(?:twentieth|thirtieth|(?:twenty|thirty)[\s-](?:first|second|third|fourth|fifth|"
+    r"sixth|seventh|eighth|ninth))(?!\s+(?:century|centuries|hour|lap|round|anniversary|"
+    r"birthday|year|week|minute|place|time|floor|row|house|door|of)\b)"
     rf"|(?<=on\s)the\s+(?:{_ORDINAL}|{_ORD_DIGITS})(?=\s+(?:at|and|i|we|he|she|they|for|so|"
     r"when|but|this|next|last|in|is|was)\b|\s*$))\b"
     rf"(?!\s+(?i:floor|time|row|house|door))"
@@ -247,11 +260,12 @@ DECADE_AGE = re.compile(
 )
 # "the booking reference is x q seven nine two": what follows a reference's name, letters
 # and numbers read out (three or more, one a number at least).
-_CODE_TOKEN = rf"(?:(?![ai]\b)[a-z]|\d+|{_DIGIT}|{_TEEN}|{_TENS})"
+_CODE_TOKEN = rf"(?:(?![ai]\b)[a-z]|[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS})"
 CODE = re.compile(
     r"\b(?:reference|ref|code|pin|password|passcode|membership|policy|account|passport|"
-    r"licence|license|registration|reg|id)(?:\s+(?:number|no|code))?\s+(?:is|was|'s)\s+"
-    rf"((?=(?:{_CODE_TOKEN}\s+){{0,4}}(?:\d|{_DIGIT}|{_TEEN}|{_TENS})\b)"
+    r"licence|license|registration|reg|id|insurance|card|nhs|pass)(?:\s+(?:number|no|code))?"
+    r"(?:\s+(?:is|was|'s)|,)\s+"
+    rf"((?=(?:{_CODE_TOKEN}\s+){{0,4}}(?:[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS})\b)"
     rf"{_CODE_TOKEN}(?:\s+{_CODE_TOKEN}){{2,}})\b",
     re.IGNORECASE,
 )
@@ -308,4 +322,5 @@ GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("DATE", BIRTHDAY),
     ("ID", CODE),
     ("AGE", WHO_AGE),
+    ("AGE", APPOSED_AGE),
 ]  # the group is the span

@@ -62,6 +62,14 @@ def load_frequencies() -> dict[str, float]:
     return {w: 9 - i / 100 for i, bucket in enumerate(packed[1:]) for w in bucket}
 
 
+def rare(word: str) -> bool:
+    """An English word rarer than NAME_ZIPF ("tig"), or none; False without the word list."""
+    try:
+        return load_frequencies().get(word, 0.0) < NAME_ZIPF
+    except NerUnavailable:
+        return False
+
+
 def english(word: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
     """An English word: in Webster's (inflected: "stunned", "funniest"), a prefixed form of
     one ("coworker"), a compound of two common enough to be listed ("paycheck"), or frequent

@@ -1,0 +1,119 @@
+"""First names that are also ordinary words ("will", "hope", "amber", "miles"), found by
+what only a person or a pet does around them, in typed text or a recogniser's.
+
+`context` takes such a word for a name only between a relation and a verb, or after "with";
+these rules read what English grammar rules out for the ordinary word:
+- "will says", "will overslept": the modal is never followed by a verb that is already
+  finite;
+- "amber smiled at me", "miles fell off": a first name opening a clause and then an act only
+  a person does (words that are feelings or virtues, "hope" and "joy", only before a word
+  of speech or contact: "hope is everything" stays);
+- "the carer hope painted", "the health visitor joy came": a job, then the name;
+- "will's mum", "hope's husband": a first name owning a relation;
+- "hunter the lurcher", "toby the cat": a name, "the", then an animal.
+Each rule needs the word to be a census first name (or no English word), and a cue on
+both sides, so one ordinary word alone never makes a name.
+"""
+
+from __future__ import annotations
+
+import re
+
+from companion.research.context import PETS, RELATIONS, ROLES, STOP
+from companion.research.gazetteer import Gazetteer
+from companion.research.ner import Span
+
+
+def _set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+_WORD = re.compile(r"[a-z][a-z'-]*")
+# Finite verbs no modal "will" takes and no abstract noun does: speech, contact, and what a
+# body does ("mark beat me", "miles fell off").
+_ACTS = _set(
+    "said says told tells rang rings phoned phones texted texts emailed messaged called calls "
+    "asked asks smiled smiles laughed laughs cried cries waved waves hugged hugs showed shows "
+    "overslept slept sleeps woke wakes fell falls beat beats won wins lost drove drives "
+    "painted paints cooked cooks baked bakes brought brings bought buys took takes gave gives "
+    "picked picks popped pops dropped drops visited visits moved moves married marries "
+    "turned turns passed died dies sang sings danced dances swims swam walked walks ran runs"
+)
+_SPEECH = _set(
+    "said says told tells rang rings phoned phones texted texts emailed messaged asked asks "
+    "smiled smiles laughed laughs waved waves hugged hugs showed shows overslept"
+)
+_BE = _set("is was has had")
+# Words opening a clause in a recogniser's text, which has no full stops.
+_OPENERS = _set("and but so then because cause when while says said that if")
+# Feelings and virtues that are first names too: a noun before "is" as often as a name.
+_ABSTRACT = _set(
+    "hope joy faith grace charity patience mercy honor honour glory love destiny liberty "
+    "harmony will sunny storm summer autumn dawn may june april august"
+)
+# Things that are first names too, and are or have things as often ("rose is my favourite").
+_THINGS = _set(
+    "rose lily daisy holly ivy heather iris violet poppy jasmine pearl ruby amber crystal "
+    "jade hazel olive ginger sandy rusty bill mark frank grant penny jack chase pat rob"
+)
+# A second word of a job ("the health visitor joy", "the dinner lady pat").
+_AFTER_JOB = _set("and said came is was has had")  # "the nurse grace came", not "the nurse is"
+_JOB_TAILS = _set("visitor lady man woman worker assistant nurse teacher officer")
+# Words that make "W the dog" a verb on an animal ("feed the dog").
+_NOT_BEFORE_PET = _set(
+    "i we you they he she to will would can could did do does don't didn't let lets "
+    "feed fed walk walked walking brush wash bath took take help helped chase chased "
+    "stroke stroked"
+)
+_VERB_NAMES = _set("chase pat rob sue mark bill grant drew hunt jack carol mow")  # "pat the dog"
+_POSSESSIVE = re.compile(r"([a-z][a-z-]*)'s$")
+_STOP = re.compile(r"[.!?;:]\s*$")
+
+
+def _does(word: str) -> frozenset[str]:
+    """The verbs after which `word`, opening a clause, can only be a person."""
+    if word in _ABSTRACT:
+        return _SPEECH
+    return _ACTS if word in _THINGS else _ACTS | _BE
+
+
+def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
+    """PERSON and PET spans for first names that are ordinary words, read from `text`
+    lower-cased (typed text has the same offsets)."""
+    view = text.lower()
+    if len(view) != len(text):  # a letter whose lower case is longer: offsets would shift
+        return []
+    words = list(_WORD.finditer(view))
+    raw = [m.group(0) for m in words]
+    spans = []
+    for i, m in enumerate(words):
+        word = raw[i]
+        prev = raw[i - 1] if i else ""
+        prev2 = raw[i - 2] if i > 1 else ""
+        nxt = raw[i + 1] if i + 1 < len(raw) else ""
+        # opening a clause: first, after a conjunction, or after a stop in typed text
+        opens = not prev or prev in _OPENERS or bool(_STOP.search(text, 0, m.start()))
+        label = ""
+        if word == "will" and opens and (nxt in _ACTS or nxt in _BE):
+            label = "PERSON"  # "will says", "and will is waiting on her"
+        elif word in STOP or word in RELATIONS or len(word) < 3 or word not in gaz.first:
+            pass
+        elif opens and nxt in _does(word):
+            label = "PERSON"  # "amber smiled at me", "because miles has done his wrist"
+        elif opens and nxt in ("at", "on", "from") and any(
+                w in _does(word) for w in raw[i + 2 : i + 5]):  # fmt: skip
+            label = "PERSON"  # "penny at nursery says", "dawn on the radio says"
+        elif (prev in ROLES or prev in _JOB_TAILS) and prev2 in ("the", "our", "my", "health") \
+                and nxt not in STOP - _AFTER_JOB:  # fmt: skip
+            label = "PERSON"  # "the carer hope painted", "the health visitor joy came"
+        elif nxt == "the" and raw[i + 2 : i + 3] and raw[i + 2] in PETS \
+                and prev not in _NOT_BEFORE_PET and word not in _VERB_NAMES:  # fmt: skip
+            label = "PET"  # "we still talk about hunter the lurcher"
+        if label:
+            spans.append(Span(m.start(), m.end(), label))
+    for i, m in enumerate(words):  # "will's mum texted", "hope's husband"
+        owner = _POSSESSIVE.match(raw[i])
+        if owner and owner.group(1) in gaz.first and raw[i + 1 : i + 2] \
+                and raw[i + 1] in RELATIONS and owner.group(1) not in ("my", "his"):  # fmt: skip
+            spans.append(Span(m.start(), m.start() + len(owner.group(1)), "PERSON"))
+    return spans
