@@ -121,6 +121,7 @@ def test_read_only_home(tmp_path: Path, template: Path) -> None:
 def test_sigterm_during_run_start_up_exits_cleanly(delay: float, tmp_path: Path,
                                                    template: Path) -> None:  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "NOTIFY_SOCKET"}
+    env["PYTHONFAULTHANDLER"] = "1"  # a hang below dumps every thread's stack on SIGABRT
     proc = subprocess.Popen(
         [sys.executable, "-m", "companion", "run", "--home", str(template)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -131,8 +132,10 @@ def test_sigterm_during_run_start_up_exits_cleanly(delay: float, tmp_path: Path,
     try:
         _, err = proc.communicate(timeout=15)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail(f"companion run did not stop within 15 s of SIGTERM (sent at {delay} s)")
+        proc.send_signal(signal.SIGABRT)
+        _, err = proc.communicate(timeout=15)
+        pytest.fail(f"companion run did not stop within 15 s of SIGTERM (sent at {delay} s); "
+                    f"its threads then:\n{err[-6000:]}")  # fmt: skip
     assert "Traceback" not in err, err
     # Before Python has run any of the companion (interpreter start-up, a few tens of ms idle,
     # more on this loaded machine) the default action applies: killed by SIGTERM, which

@@ -22,6 +22,7 @@ import re
 from companion.research.context import PETS, RELATIONS, ROLES, STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
+from companion.research.spoken import AGE_NUMBER
 
 
 def _set(words: str) -> frozenset[str]:
@@ -37,7 +38,8 @@ _ACTS = _set(
     "overslept slept sleeps woke wakes fell falls beat beats won wins lost drove drives "
     "painted paints cooked cooks baked bakes brought brings bought buys took takes gave gives "
     "picked picks popped pops dropped drops visited visits moved moves married marries "
-    "turned turns passed died dies sang sings danced dances swims swam walked walks ran runs"
+    "turned turns passed died dies sang sings danced dances swims swam walked walks ran runs "
+    "made makes"
 )
 _SPEECH = _set(
     "said says told tells rang rings phoned phones texted texts emailed messaged asked asks "
@@ -67,6 +69,12 @@ _NOT_BEFORE_PET = _set(
 )
 _VERB_NAMES = _set("chase pat rob sue mark bill grant drew hunt jack carol mow")  # "pat the dog"
 _POSSESSIVE = re.compile(r"([a-z][a-z-]*)'s$")
+_TITLES = _set("doctor dr nurse reverend rev pastor father sister brother auntie uncle")
+_AGED = _set("is was turns turned turning")
+# an age after "is" or "turns": a number, then the end, "and" or a time ("now", "on ...")
+_AGE_NEXT = re.compile(
+    rf"\s+(?:{AGE_NUMBER})(?=\s*$|\s+(?:and|now|today|next|this|on|in|at|soon)\b)"
+)
 _STOP = re.compile(r"[.!?;:]\s*$")
 
 
@@ -98,10 +106,14 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
             label = "PERSON"  # "will says", "and will is waiting on her"
         elif word in STOP or word in RELATIONS or len(word) < 3 or word not in gaz.first:
             pass
+        elif opens and nxt in _AGED and _AGE_NEXT.match(view, words[i + 1].end()):
+            label = "PERSON"  # "hope is three and she sang", "hope turns four on the 23rd"
+        elif prev in _TITLES and prev2 not in ("the", "a") and raw[i + 1 : i + 2] != ["christmas"]:
+            label = "PERSON"  # "doctor dawn sent me for an x-ray"
         elif opens and nxt in _does(word):
             label = "PERSON"  # "amber smiled at me", "because miles has done his wrist"
         elif opens and nxt in ("at", "on", "from") and any(
-                w in _does(word) for w in raw[i + 2 : i + 5]):  # fmt: skip
+                w in _does(word) for w in raw[i + 2 : i + 6]):  # fmt: skip
             label = "PERSON"  # "penny at nursery says", "dawn on the radio says"
         elif (prev in ROLES or prev in _JOB_TAILS) and prev2 in ("the", "our", "my", "health") \
                 and nxt not in STOP - _AFTER_JOB:  # fmt: skip

@@ -43,7 +43,8 @@ _MONTHS = (
 _ORD = r"\d{1,2}(?:st|nd|rd|th)?"
 _STREET_WORDS = (
     "street|st|road|rd|avenue|ave|lane|ln|drive|dr|court|ct|close|crescent|place|pl|way|"
-    "boulevard|blvd|terrace|square|sq|gardens|grove|hill|park|row|mews|highway|hwy"
+    "boulevard|blvd|terrace|square|sq|gardens|grove|hill|park|row|mews|highway|hwy|brae|wynd|"
+    "vennel|heights|meadows"
 )
 
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")

@@ -130,7 +130,7 @@ APPOSED_AGE = re.compile(rf"\b[A-Z][\w'-]+,\s+((?i:{AGE_NUMBER})|1[01]\d),(?=\s)
 # number; the words between are not function words ("five miles up the hill" stays).
 _STREET = (
     r"(?:street|road|avenue|lane|drive|close|crescent|grove|terrace|gardens|way|place|court|"
-    r"row|mews|square|walk|parade|rise|view|hill)"
+    r"row|mews|square|walk|parade|rise|view|hill|brae|wynd|vennel|heights|meadows)"
 )
 _FUNCTION = (
     r"(?:the|a|an|my|our|his|her|their|your|this|that|of|and|or|to|in|on|at|up|down|by|for|"
@@ -197,6 +197,7 @@ MORE_DATES = re.compile(
     rf"\b(?i:the\s+(?:spring|summer|autumn|fall|winter)\s+of\s+{_SHORT}"
     rf"|(?:christmas|boxing|new year'?s|valentine'?s|easter|bonfire|midsummer)"
     rf"(?:\s+(?:day|eve|night))?\s+{_YEAR}"
+    rf"|(?:spring|summer|autumn|winter)\s+(?:of\s+)?(?:{_YEAR}|\d{{4}})"
     rf"|the\s+(?:{_ORDINAL}|{_ORD_DIGITS})\s+of\s+the\s+(?:{_ORDINAL}|{_ORD_DIGITS})"
     rf"(?:\s+{_SHORT}(?![\w-]))?"
     # "gave her the twenty sixth off": a day of the month past the twentieth, said alone
@@ -233,7 +234,7 @@ HANDLE = re.compile(
 # "due in april", "since last august", "the wedding in may": a month said alone after a word
 # that makes it a time (not "may i", "march on"); a month narrows a birth or an event.
 MONTH_ALONE = re.compile(
-    r"\b(?:in|since|until|till|by|last|next|this|early|late|mid|end of|beginning of|start of|"
+    r"\b(?:in|since|until|till|by|last|next|this|come|early|late|mid|end of|beginning of|start of|"
     rf"middle of|during|before|after)\s+(?:(?:early|late|mid)[\s-]+)?({_MONTH})\b(?!')"
     r"(?!\s+(?:i|we|you|he|she|they|it|be|have|not)\b)",
     re.IGNORECASE,
@@ -266,7 +267,7 @@ CODE = re.compile(
     r"licence|license|registration|reg|id|insurance|card|nhs|pass)(?:\s+(?:number|no|code))?"
     r"(?:\s+(?:is|was|'s)|,)\s+"
     rf"((?=(?:{_CODE_TOKEN}\s+){{0,4}}(?:[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS})\b)"
-    rf"{_CODE_TOKEN}(?:\s+{_CODE_TOKEN}){{2,}})\b",
+    rf"{_CODE_TOKEN}(?:\s+{_CODE_TOKEN}){{2,}}(?:\s+[a-d](?=\s*(?:[,.;!?]|$)))?)\b",
     re.IGNORECASE,
 )
 # Four or more number words in a row that no other pattern read ("twenty forty five
@@ -284,6 +285,15 @@ NUMBER_RUN = re.compile(
 _AGE_END = (
     r"(?=\s*(?:[,.;:!?]|$)|\s+(?:and|now|but|so|already|still|next|this|today|yet|going|"
     r"with|in|on)\b)"
+)
+# "Ieva is nine and wants to be a vet", "mrs mair next door is eighty seven and she was up a
+# ladder": a number someone is, and then what they do (never "it is nine and we were late").
+AGE_AND = re.compile(
+    r"\b(?<!\bit )(?<!\bthat )(?<!\bthis )(?<!\bthere )(?<!\bwhich )(?<!\btime )(?<!\bscore )"
+    rf"(?:is|was|'s)\s+"
+    rf"((?i:{AGE_NUMBER}))\s+and\s+(?:he|she|they|still|wants|loves|likes|has|had|is|was|"
+    r"goes|plays|already|thinks|can|cannot|can't|does|never|always)\b",
+    re.IGNORECASE,
 )
 WHO_AGE = re.compile(
     rf"\b(?i:who(?:'s|\s+is|\s+was|'ll\s+be|\s+will\s+be|\s+turned|\s+turns))\s+"
@@ -323,4 +333,5 @@ GROUPED: list[tuple[str, re.Pattern[str]]] = [
     ("ID", CODE),
     ("AGE", WHO_AGE),
     ("AGE", APPOSED_AGE),
+    ("AGE", AGE_AND),
 ]  # the group is the span
