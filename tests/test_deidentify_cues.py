@@ -67,6 +67,14 @@ def redactor() -> Redactor:
         ("the lease on the flat ends come october", "october"),
         ("we stay at nine kirk wynd near the harbour", "wynd"),
         ("We had a drink at the Anchor after the match.", "Anchor"),
+        # tenth round: any word before its age, a first name with its surname, "calls him",
+        # a feast's day, fields
+        ("biscuit is six and she wants a bike with a bell", "biscuit"),
+        ("hope nakamura and i did the night shift together", "hope"),
+        ("my gran calls him sprout and he hates it", "sprout"),
+        ("we all went round to theirs on boxing day", "boxing day"),
+        ("on st swithins day it rained on the wedding", "swithins day"),
+        ("he plays on pontcanna fields every sunday", "fields"),
         # the kind of place after a name found on its own
         ("we took the dog round penwortham park before the rain", "park"),
         ("Gran has been in Pengelly care home since March.", "care home"),
@@ -97,8 +105,20 @@ def test_gone(redactor: Redactor, text: str, gone: str) -> None:
         "i think the answer is four and that is final",
         "father christmas came to the school and the kids screamed",
         "We walked down to the harbour and back.",
+        "the score is three and they are winning",
+        "dinner is at six and then bed",
     ],
 )
 def test_kept(redactor: Redactor, text: str) -> None:
     redactor.propagated.clear()
     assert redactor.redact(text) == text
+
+
+def test_a_rare_word_found_as_a_name_is_that_name_in_the_rest_of_the_export(
+    redactor: Redactor,
+) -> None:
+    redactor.propagated.clear()
+    first, later = redactor.spans_many(
+        ["pebble turns nine on the fourth", "pebble fell off the trampoline again"]
+    )
+    assert any(s.label == "PERSON" and s.start == 0 for s in later), later

@@ -127,7 +127,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         nxt = raw[i + 1] if i + 1 < len(raw) else ""
         end = m.start() + len(word)
         label = ""
-        if prev in ("him", "her", "it", "them") and prev2 in ("named", "called"):
+        if prev in ("him", "her", "it", "them") and prev2 in ("named", "called", "calls", "call"):
             label = "PERSON"  # "we named her bella"
         elif (
             (prev in RELATIONS or prev in _PETS)

@@ -71,11 +71,24 @@ _VERB_NAMES = _set("chase pat rob sue mark bill grant drew hunt jack carol mow")
 _POSSESSIVE = re.compile(r"([a-z][a-z-]*)'s$")
 _TITLES = _set("doctor dr nurse reverend rev pastor father sister brother auntie uncle")
 _AGED = _set("is was turns turned turning")
+# Subjects that are a number without being anyone ("the score is three and")
+_NOT_AGED = _set(
+    "it that this there which what time score total answer number cost price rate fee "
+    "temperature result count weight height size clock alarm bus train flight kickoff one two"
+)
 # an age after "is" or "turns": a number, then the end, "and" or a time ("now", "on ...")
 _AGE_NEXT = re.compile(
     rf"\s+(?:{AGE_NUMBER})(?=\s*$|\s+(?:and|now|today|next|this|on|in|at|soon)\b)"
 )
 _STOP = re.compile(r"[.!?;:]\s*$")
+
+
+def _aged(view: str, raw: list[str], words: list[re.Match[str]], i: int) -> bool:
+    """raw[i] is followed by an age: "is three and", "turns four on", "will be twelve on"."""
+    if raw[i + 1 : i + 3] == ["will", "be"]:
+        return bool(_AGE_NEXT.match(view, words[i + 2].end()))
+    return raw[i + 1 : i + 2] != [] and raw[i + 1] in _AGED and bool(
+        _AGE_NEXT.match(view, words[i + 1].end()))  # fmt: skip
 
 
 def _does(word: str) -> frozenset[str]:
@@ -100,14 +113,20 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
         prev2 = raw[i - 2] if i > 1 else ""
         nxt = raw[i + 1] if i + 1 < len(raw) else ""
         # opening a clause: first, after a conjunction, or after a stop in typed text
+        end = 0
         opens = not prev or prev in _OPENERS or bool(_STOP.search(text, 0, m.start()))
         label = ""
         if word == "will" and opens and (nxt in _ACTS or nxt in _BE):
             label = "PERSON"  # "will says", "and will is waiting on her"
-        elif word in STOP or word in RELATIONS or len(word) < 3 or word not in gaz.first:
+        elif word in STOP or word in RELATIONS or len(word) < 3 or word in _NOT_AGED:
             pass
-        elif opens and nxt in _AGED and _AGE_NEXT.match(view, words[i + 1].end()):
-            label = "PERSON"  # "hope is three and she sang", "hope turns four on the 23rd"
+        elif opens and _aged(view, raw, words, i):
+            label = "PERSON"  # "hope is three and she sang", "gruff turns four on the 23rd"
+        elif word not in gaz.first:
+            pass
+        elif nxt in gaz.people and not gaz.is_ordinary(nxt) and nxt not in gaz.first and opens:
+            label = "PERSON"  # "hope nguyen and tolu are doing work experience"
+            end = words[i + 1].end()
         elif prev in _TITLES and prev2 not in ("the", "a") and raw[i + 1 : i + 2] != ["christmas"]:
             label = "PERSON"  # "doctor dawn sent me for an x-ray"
         elif opens and nxt in _does(word):
@@ -122,7 +141,7 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
                 and prev not in _NOT_BEFORE_PET and word not in _VERB_NAMES:  # fmt: skip
             label = "PET"  # "we still talk about hunter the lurcher"
         if label:
-            spans.append(Span(m.start(), m.end(), label))
+            spans.append(Span(m.start(), end if label == "PERSON" and end else m.end(), label))
     for i, m in enumerate(words):  # "will's mum texted", "hope's husband"
         owner = _POSSESSIVE.match(raw[i])
         if owner and owner.group(1) in gaz.first and raw[i + 1 : i + 2] \

@@ -32,7 +32,7 @@ _NAME_KIND = re.compile(
     r"\b(?:(?i:the)\s+)?([A-Za-z][\w'-]+)(?:\s+(?:and|&)\s+([A-Za-z][\w'-]+))?\s+"
     r"(?i:canal|mountains|hills|fells|moors|beacons|dales|islands|isles|peninsula|valley|"
     r"estuary|coast|riviera|fjords|alps|highlands|lakes|broads|falls|gorge|national park|"
-    r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens|firth)\b"
+    r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens|firth|fields)\b"
 )
 
 
@@ -50,7 +50,18 @@ _HEADS = (
     r"stadium|arena|museum|gallery|theatre|library|park|spa|zoo|surgery|hotel|arms|inn|hall|"
     r"hill|bay"
 )
-_HEAD_PHRASE = re.compile(rf"\b((?:[A-Za-z][\w'-]+\s+){{1,3}})(?i:{_HEADS})\b")
+_HEAD = re.compile(rf"\b(?i:{_HEADS})\b")
+_BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")
+
+
+def _head_phrases(text: str) -> list[tuple[int, int, int]]:
+    """(start of the up to three words before a kind, the kind's start, its end) for every
+    kind, so that "kings college hospital" is read at "hospital" and not only at "college"."""
+    out = []
+    for h in _HEAD.finditer(text):
+        if before := _BEFORE_HEAD.search(text, max(0, h.start() - 160), h.start()):
+            out.append((before.start(), h.start(), h.end()))
+    return out
 # Words that make a kind ordinary rather than a name ("the local hospital", "the train
 # station", "primary school"): checked on every name word.
 _MODIFIERS = _words(
@@ -117,9 +128,9 @@ def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
     as many as can be (typed: capitalised with the kind capitalised too; spoken: at least
     one no English word, or bare after a preposition)."""
     spans = []
-    for m in _HEAD_PHRASE.finditer(text):
-        head = text[m.end(1) : m.end()]
-        words = list(re.finditer(r"\S+", m.group(1)))
+    for start, head_start, head_end in _head_phrases(text):
+        head = text[head_start:head_end]
+        words = list(re.finditer(r"\S+", text[start:head_start]))
         # keep the words nearest the kind that can belong to a name
         kept: list[re.Match[str]] = []
         for w in reversed(words):
@@ -131,7 +142,7 @@ def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
             continue
         if not lower:
             ok = head[0].isupper()
-        elif _bare(text[: m.start(1) + kept[0].start()], head):
+        elif _bare(text[: start + kept[0].start()], head):
             ok = True  # "at city hospital", "to holy cross academy"
         else:
             # not the verb that leads up to it ("walking [around] sf zoo")
@@ -143,7 +154,7 @@ def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
             ok = any(not gaz.is_ordinary(w.group(0).removesuffix("'s")) or w.group(0) in _TITLED
                      for w in kept)  # fmt: skip
         if ok and kept:
-            spans.append(Span(m.start(1) + kept[0].start(), m.end(), "PLACE"))
+            spans.append(Span(start + kept[0].start(), head_end, "PLACE"))
     return spans
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from companion.research.gazetteer import Gazetteer
 
 NAME_ZIPF = 5.0  # wordfreq Zipf: "rose" 4.8, "grant" 4.7 spread; "mark" 5.05, "hope" 5.4 not
+RARE_ZIPF = 3.5  # any word found as a name: "gruff" 3.0, "rowan" 3.3 spread; "brook" 3.6 not
 PET_ZIPF = 4.0  # "pickle" 3.5 spreads; "buddy" 4.3, "lucky" 4.6 do not
 _CALENDAR = frozenset({
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -41,7 +42,8 @@ def spreads(word: str, label: str, gaz: Gazetteer, freq: dict[str, float]) -> bo
         return True
     if label == "PET":
         return zipf < PET_ZIPF
-    return label == "PERSON" and word in gaz.first and zipf < NAME_ZIPF
+    # a rare English word found as a person's name ("gruff", "rowan") is that person here
+    return label == "PERSON" and (word in gaz.first and zipf < NAME_ZIPF or zipf < RARE_ZIPF)
 
 
 def propagate(texts: list[str], found: list[list[Span]], known: set[str], gaz: Gazetteer,

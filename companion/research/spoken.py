@@ -180,7 +180,7 @@ _AGE_OR_DIGITS = rf"(?:{AGE_NUMBER}|1[01]\d)"
 AGE_MARKED = re.compile(
     rf"\b(?i:(?:is|was|'s|will be|'ll be|turns|turning)\s+({AGE_NUMBER})\s+(?:now|this year|"
     r"next year|this month|next month|next week|today|tomorrow|on (?:\w+day|the \w+)|in \w+"
-    rf"|on {_MONTH}|on (?:new year'?s|christmas|boxing|valentine'?s|easter))\b"
+    rf"|on {_MONTH}|on (?:new year'?s|christmas|boxing|valentine'?s|easter|saint|st\.?) ?\w*)\b"
     rf"|would have been\s+({AGE_NUMBER})\b{NOT_AN_AGE}"
     rf"|(?:lived|live|living|made it|make it)\s+to\s+(?:be\s+|the\s+(?:grand\s+)?(?:old\s+)?"
     rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
@@ -207,6 +207,15 @@ MORE_DATES = re.compile(
     rf"|(?<=on\s)the\s+(?:{_ORDINAL}|{_ORD_DIGITS})(?=\s+(?:at|and|i|we|he|she|they|for|so|"
     r"when|but|this|next|last|in|is|was)\b|\s*$))\b"
     rf"(?!\s+(?i:floor|time|row|house|door))"
+)
+# "on boxing day", "Easter Monday", "st patrick's day": a day named by its feast pins a date
+# ("at christmas" alone does not).
+NAMED_DAY = re.compile(
+    r"\b(?:(?:christmas|boxing|new\s+year'?s|valentine'?s|st\.?\s+\w+'?s|saint\s+\w+'?s|"
+    r"mother'?s|father'?s|armistice|remembrance|pancake|shrove)\s+day|christmas\s+eve|"
+    r"new\s+year'?s\s+eve|easter\s+(?:sunday|monday)|good\s+friday|bonfire\s+night|"
+    r"burns\s+night|hogmanay)\b",
+    re.IGNORECASE,
 )
 ON_DAY = re.compile(
     r"\b(?i:on|every|since|until|till|by|from|before|after|birthday(?:'s|\s+is|\s+was)|born|due)\s+"
@@ -316,6 +325,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("DATE", SHORT_YEAR),
     ("DATE", MORE_DATES),
     ("DATE", WEEKDAY_DATE),
+    ("DATE", NAMED_DAY),
     ("AGE", DECADE_AGE),
     ("ID", HANDLE),
 ]
