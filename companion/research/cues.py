@@ -39,11 +39,11 @@ _ACTS = _set(
     "painted paints cooked cooks baked bakes brought brings bought buys took takes gave gives "
     "picked picks popped pops dropped drops visited visits moved moves married marries "
     "turned turns passed died dies sang sings danced dances swims swam walked walks ran runs "
-    "made makes"
+    "made makes wants needs likes loves thinks knows gets goes works lives plays"
 )
 _SPEECH = _set(
     "said says told tells rang rings phoned phones texted texts emailed messaged asked asks "
-    "smiled smiles laughed laughs waved waves hugged hugs showed shows overslept"
+    "smiled smiles laughed laughs waved waves hugged hugs showed shows overslept sang sings"
 )
 _BE = _set("is was has had")
 # Words opening a clause in a recogniser's text, which has no full stops.
@@ -71,6 +71,9 @@ _VERB_NAMES = _set("chase pat rob sue mark bill grant drew hunt jack carol mow")
 _POSSESSIVE = re.compile(r"([a-z][a-z-]*)'s$")
 _TITLES = _set("doctor dr nurse reverend rev pastor father sister brother auntie uncle")
 _AGED = _set("is was turns turned turning")
+_LITTLE = _set("little wee baby young big")  # "little joy is six and"
+# What a person has that a story gives ("bills number is", "franks email is").
+_HAS = _set("email e-mail number mobile phone address birthday")
 # Subjects that are a number without being anyone ("the score is three and")
 _NOT_AGED = _set(
     "it that this there which what time score total answer number cost price rate fee "
@@ -81,6 +84,11 @@ _AGE_NEXT = re.compile(
     rf"\s+(?:{AGE_NUMBER})(?=\s*$|\s+(?:and|now|today|next|this|on|in|at|soon)\b)"
 )
 _STOP = re.compile(r"[.!?;:]\s*$")
+# "mr c a beckford", "Mrs J. Okafor": a title, initials, a surname.
+_INITIALS = re.compile(
+    r"\b(?i:mr|mrs|ms|miss|mister|missus|dr|doctor)\.?\s+((?:(?![ai]\b)[a-z]|[A-Z])\.?"
+    r"(?:\s+[A-Za-z]\.?){0,2}\s+[A-Za-z][\w'-]{2,})"
+)
 
 
 def _aged(view: str, raw: list[str], words: list[re.Match[str]], i: int) -> bool:
@@ -116,11 +124,12 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
         end = 0
         opens = not prev or prev in _OPENERS or bool(_STOP.search(text, 0, m.start()))
         label = ""
-        if word == "will" and opens and (nxt in _ACTS or nxt in _BE):
-            label = "PERSON"  # "will says", "and will is waiting on her"
+        if word == "will" and opens and (nxt in _ACTS or nxt in _BE or nxt == "from" and any(
+                w in _ACTS for w in raw[i + 2 : i + 6])):  # fmt: skip
+            label = "PERSON"  # "will says", "and will is waiting", "will from over the road"
         elif word in STOP or word in RELATIONS or len(word) < 3 or word in _NOT_AGED:
             pass
-        elif opens and _aged(view, raw, words, i):
+        elif (opens or prev in _LITTLE) and _aged(view, raw, words, i):
             label = "PERSON"  # "hope is three and she sang", "gruff turns four on the 23rd"
         elif word not in gaz.first:
             pass
@@ -142,9 +151,15 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
             label = "PET"  # "we still talk about hunter the lurcher"
         if label:
             spans.append(Span(m.start(), end if label == "PERSON" and end else m.end(), label))
+    for i, m in enumerate(words):  # "franks email is": a recogniser drops the apostrophe
+        base = raw[i][:-1]
+        if raw[i].endswith("s") and base in gaz.first and raw[i + 1 : i + 2] \
+                and raw[i + 1] in _HAS and base not in STOP and len(base) > 2:  # fmt: skip
+            spans.append(Span(m.start(), m.start() + len(base), "PERSON"))
     for i, m in enumerate(words):  # "will's mum texted", "hope's husband"
         owner = _POSSESSIVE.match(raw[i])
         if owner and owner.group(1) in gaz.first and raw[i + 1 : i + 2] \
                 and raw[i + 1] in RELATIONS and owner.group(1) not in ("my", "his"):  # fmt: skip
             spans.append(Span(m.start(), m.start() + len(owner.group(1)), "PERSON"))
+    spans += [Span(m.start(), m.end(), "PERSON") for m in _INITIALS.finditer(text)]
     return spans

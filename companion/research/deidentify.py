@@ -124,7 +124,9 @@ _LOWER_NAMED = re.compile(
 _BIRTHDAY = re.compile(r"\b([A-Za-z][\w-]+)'s?\s+birthday\b")
 # Mixed letters and at least three digits: national insurance, NHS or account numbers,
 # written as one token or in groups ("PN 88213 774", "QQ 12 34 56 C").
-ID = re.compile(r"\b(?=[A-Z0-9-]*\d[A-Z0-9-]*\d[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9-]{5,}\b")
+ID = re.compile(
+    r"\b(?=[A-Z0-9/-]*\d[A-Z0-9/-]*\d[A-Z0-9/-]*\d)(?=[A-Z0-9/-]*[A-Z])[A-Z0-9/-]{5,}\b"
+)  # "WMT/PN/0088214" too
 GROUPED_ID = re.compile(r"\b[A-Z]{1,3}(?:\s?\d{2,}){2,4}(?:\s?[A-Z])?\b")
 # A UK number plate ("BP68 WZN") and a bank sort code ("80-22-61").
 PLATE = re.compile(r"\b[A-Z]{2}\d{2}\s?[A-Z]{3}\b")

@@ -48,9 +48,10 @@ _HEADS = (
     r"airport|hospital|infirmary|hospice|station|school|academy|college|university|church|"
     r"chapel|temple|mosque|gurdwara|synagogue|centre|center|baths|lido|suite|quarter|market|"
     r"stadium|arena|museum|gallery|theatre|library|park|spa|zoo|surgery|hotel|arms|inn|hall|"
-    r"hill|bay"
+    r"hill|bay|depot|garage|brewery|factory"
 )
 _HEAD = re.compile(rf"\b(?i:{_HEADS})\b")
+_INSIDE = re.compile(r"[a-z,]\s+$")  # a lower-case word before: not a sentence's start
 _BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")
 
 
@@ -140,8 +141,8 @@ def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
             kept.insert(0, w)
         if not kept:
             continue
-        if not lower:
-            ok = head[0].isupper()
+        if not lower:  # "Perry Barr depot" inside a sentence: the name is capitalised
+            ok = head[0].isupper() or bool(_INSIDE.search(text, 0, start + kept[0].start()))
         elif _bare(text[: start + kept[0].start()], head):
             ok = True  # "at city hospital", "to holy cross academy"
         else:

@@ -60,7 +60,8 @@ _PROVIDERS = (
 )
 SPOKEN_EMAIL = re.compile(
     rf"(?<![\w']){_LOCAL}(?:\s+{_JOIN}\s+{_WORD}|\s+{_LOCAL}){{0,4}}\s+(?:at|@)\s+"
-    rf"(?:{_WORD}(?:\s+(?:(?:dash|hyphen)\s+)?{_WORD}){{0,2}}(?:\s+dot\s+(?!dot\b){_WORD})+"
+    rf"(?:{_WORD}(?:\s+(?:(?:dash|hyphen)\s+)?{_WORD}){{0,4}}"
+    rf"(?:\s+dot\s+(?!dot\b)(?:[a-z](?:\s+[a-z]){{1,3}}\b|{_WORD}))+"
     rf"|(?:{_PROVIDERS})\b(?:\s+(?:com|co uk|net|org)\b)?)",
     re.IGNORECASE,
 )
@@ -205,7 +206,7 @@ MORE_DATES = re.compile(
     r"sixth|seventh|eighth|ninth))(?!\s+(?:century|centuries|hour|lap|round|anniversary|"
     r"birthday|year|week|minute|place|time|floor|row|house|door|of)\b)"
     rf"|(?<=on\s)the\s+(?:{_ORDINAL}|{_ORD_DIGITS})(?=\s+(?:at|and|i|we|he|she|they|for|so|"
-    r"when|but|this|next|last|in|is|was)\b|\s*$))\b"
+    r"when|but|this|next|last|in|is|was|which)\b|\s*$))\b"
     rf"(?!\s+(?i:floor|time|row|house|door))"
 )
 # "on boxing day", "Easter Monday", "st patrick's day": a day named by its feast pins a date
@@ -245,7 +246,7 @@ HANDLE = re.compile(
 MONTH_ALONE = re.compile(
     r"\b(?:in|since|until|till|by|last|next|this|come|early|late|mid|end of|beginning of|start of|"
     rf"middle of|during|before|after)\s+(?:(?:early|late|mid)[\s-]+)?({_MONTH})\b(?!')"
-    r"(?!\s+(?:i|we|you|he|she|they|it|be|have|not)\b)",
+    r"(?!(?<=may)\s+(?:i|we|you|he|she|they|it|be|have|not)\b)",  # "may i", not "in march we"
     re.IGNORECASE,
 )
 # "her birthday is the twenty second", "born on christmas eve": a birthday's day.
@@ -273,7 +274,7 @@ DECADE_AGE = re.compile(
 _CODE_TOKEN = rf"(?:(?![ai]\b)[a-z]|[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS})"
 CODE = re.compile(
     r"\b(?:reference|ref|code|pin|password|passcode|membership|policy|account|passport|"
-    r"licence|license|registration|reg|id|insurance|card|nhs|pass)(?:\s+(?:number|no|code))?"
+    r"licence|license|registration|reg|id|insurance|card|nhs|pass|badge)(?:\s+(?:number|no|code))?"
     r"(?:\s+(?:is|was|'s)|,)\s+"
     rf"((?=(?:{_CODE_TOKEN}\s+){{0,4}}(?:[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS})\b)"
     rf"{_CODE_TOKEN}(?:\s+{_CODE_TOKEN}){{2,}}(?:\s+[a-d](?=\s*(?:[,.;!?]|$)))?)\b",
