@@ -12,6 +12,7 @@
   unperturbed model tracks the emulated arm64 parity (models/README.md).
 - `static_scales`: DynamicQuantizeLinear replaced by QuantizeLinear with scales calibrated on
   given token windows (a variant to compare; it does not fix the parity, see models/README.md).
+- `weight_only`: MatMulNBits weight-only int4/int8 of the fused graph (variants to compare).
 - `exposed`: every node output made a graph output, for `deploy/arm64/parity.py trace`.
 - `deterministic`: a candidate int8 scheme with the same bits on x86 and ARM (issue 16): the
   unfused fp32 build with LayerNormalization and Softmax rebuilt from ops that onnxruntime
@@ -40,7 +41,7 @@ HEADS, HIDDEN = 12, 384
 
 SHOWN = ("Attention", "QAttention", "SkipLayerNormalization", "BiasGelu", "Gelu", "FastGelu",
          "MatMulInteger", "DynamicQuantizeMatMul", "MatMul", "LayerNormalization", "FusedMatMul",
-         "EmbedLayerNormalization", "QEmbedLayerNormalization")  # fmt: skip
+         "EmbedLayerNormalization", "QEmbedLayerNormalization", "MatMulNBits")  # fmt: skip
 
 
 def fuse(src: Path, dst: Path) -> Path:
@@ -397,6 +398,21 @@ def exposed(src: Path, dst: Path) -> Path:
     return dst
 
 
+def weight_only(src: Path, dst: Path, bits: int, accuracy_level: int | None = None) -> Path:
+    """Every MatMul with a constant weight as MatMulNBits (blocks of 32 along the input axis,
+    symmetric), activations stay fp32. accuracy_level 4 lets the kernel quantize activations to
+    int8 per block for the dot products. The fused Attention keeps its fp32 query/key/value
+    weights: the quantizer only rewrites MatMul nodes."""
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)
+    quantizer = MatMulNBitsQuantizer(onnx.load(str(src)), bits=bits, block_size=32,
+                                     is_symmetric=True, accuracy_level=accuracy_level)  # fmt: skip
+    quantizer.process()
+    quantizer.model.save_model_to_file(str(dst))
+    return dst
+
+
 def op_counts(path: Path) -> dict[str, int]:
     return dict(collections.Counter(n.op_type for n in onnx.load(str(path)).graph.node))
 
@@ -421,6 +437,10 @@ def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
                                                reduce_range=False),
         "int8 deterministic (candidate)": deterministic(fp32, out / "det.int8.onnx",
                                                         QUANT["fp32"], WINDOW),
+        "MatMulNBits int4 fused": weight_only(fused, out / "fused.q4.onnx", 4),
+        "MatMulNBits int4 fused, int8 compute": weight_only(fused, out / "fused.q4a4.onnx", 4, 4),
+        "MatMulNBits int8 fused": weight_only(fused, out / "fused.q8.onnx", 8),
+        "MatMulNBits int8 fused, int8 compute": weight_only(fused, out / "fused.q8a4.onnx", 8, 4),
     }  # fmt: skip
 
 
