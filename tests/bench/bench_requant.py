@@ -3,7 +3,7 @@
 For each scheme on the fused graph (8-bit signed weights, 7-bit `reduce_range` weights, unsigned
 weights, the shipped scheme: 7-bit with build.py's QUANT["fp32"] units kept in fp32, and that
 scheme with static activation scales calibrated on dev rows 1000-1300 when --data is given, and
-the deterministic candidate, models/optimize.py `deterministic`): the
+the deterministic candidate, models/deterministic.py): the
 minimum and mean embedding cosine and the emotion top-1 agreement against the fp32 build over 300
 texts, the file size, the share of weight pairs that can saturate x86 AVX2's u8 x s8 kernel
 (vpmaddubsw adds two u8*s8 products into int16: |w1| + |w2| > 128 can exceed 32767 for large
