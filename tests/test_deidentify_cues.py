@@ -88,6 +88,8 @@ def redactor() -> Redactor:
         ("He drove out of Acocks Green depot for thirty years.", "depot"),
         ("we fly back on the fifth which is a saturday", "fifth"),
         ("in august we went up to see her sister", "august"),
+        # a weekday written before its date goes with it
+        ("The wedding is on Saturday, 11 June 2033, in the village.", "Saturday"),
         # the kind of place after a name found on its own
         ("we took the dog round penwortham park before the rain", "park"),
         ("Gran has been in Pengelly care home since March.", "care home"),
@@ -122,6 +124,10 @@ def test_gone(redactor: Redactor, text: str, gone: str) -> None:
         "dinner is at six and then bed",
         "may i ask you something about the garden",
         "the doctor had a few days off so i waited",
+        # a length of time or a weekday said alone pins no day ("2 weeks" was a DATE)
+        "We moved here 2 weeks ago and I love the garden.",
+        "I have been sober for 4 years now and I am proud.",
+        "Last Thursday I went to the cinema on my own.",
     ],
 )
 def test_kept(redactor: Redactor, text: str) -> None:

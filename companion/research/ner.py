@@ -38,8 +38,19 @@ LABELS = {"PERSON": "PERSON", "GPE": "PLACE", "LOC": "PLACE", "FAC": "PLACE", "O
 # A DATE entity is redacted only when it pins a day or year ("March 3rd", "1982", "the third
 # of May"), not for "yesterday", "last summer" or "in June", which identify nobody.
 _PINNED_DATE = re.compile(
-    r"\d|monday|tuesday|wednesday|thursday|friday|saturday|sunday|christmas|easter|nineteen|thousand|first|second|third|fourth|fifth|sixth|seventh|"
-    r"eighth|ninth|tenth|teenth|twentieth|thirtieth",
+    r"\d|monday|tuesday|wednesday|thursday|friday|saturday|sunday|christmas|easter|nineteen|"
+    r"thousand|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|teenth|"
+    r"twentieth|thirtieth",
+    re.IGNORECASE,
+)
+# ... but a length of time ("2 weeks", "about 8 years ago") or a weekday said alone ("last
+# Thursday", "every Sunday night") pins no day of anyone's life.
+_UNPINNED_DATE = re.compile(
+    r"(?:(?:about|around|over|almost|nearly|only|just|the last|the past|for)\s+)?"
+    r"(?:\d+|a|an|a few|a couple of|\w+)\s+(?:whole\s+|long\s+)?"
+    r"(?:days?|weeks?|months?|years?|seasons?|decades?|hours?)(?:\s+(?:ago|later|before|now))?"
+    r"|(?:(?:last|next|this|every|on|that)\s+)?(?:monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday)s?(?:\s+(?:night|morning|afternoon|evening))?",
     re.IGNORECASE,
 )
 
@@ -67,7 +78,8 @@ class Pipeline:
             found = []
             for ent in doc.ents:
                 label = LABELS.get(ent.label_)
-                if label is None or (label == "DATE" and not _PINNED_DATE.search(ent.text)):
+                if label is None or label == "DATE" and (not _PINNED_DATE.search(ent.text)
+                                                         or _UNPINNED_DATE.fullmatch(ent.text)):
                     continue
                 found.append(Span(ent.start_char, ent.end_char, label))
             out.append(found)

@@ -230,7 +230,8 @@ _WEEKDAY = (
     r"thur|thurs|fri|sat|sun)\.?"  # "Tues 4th"
 )
 WEEKDAY_DATE = re.compile(
-    rf"\b{_WEEKDAY}\s+(?:the\s+)?(?:{_ORDINAL}|{_ORD_DIGITS})\b(?!\s+(?:time|floor|row)\b)"
+    rf"\b{_WEEKDAY},?\s+(?:the\s+)?(?:{_ORDINAL}|{_ORD_DIGITS}|(?:[12]\d|3[01]|0?[1-9])(?=\s+{_MONTH}))"
+    r"\b(?!\s+(?:time|floor|row)\b)"
     rf"|\b{_MONTH}\.?\s+['’]\d\d\b",  # "March '98"
     re.IGNORECASE,
 )
