@@ -1,7 +1,9 @@
 """For researchers: export (`export`, with what each option includes and the per-row changes
 in `options`), its codebook (`codebook`) and Frictionless `datapackage`, de-identification
-(`deidentify`, with spoken forms in `spoken`, the NER pipeline in `ner`, word lists in
-`gazetteer`, and names found by case and context in `casing`, `context` and `intros`), who
+(`deidentify`, with spoken forms in `spoken`, written ids in `ids`, the NER pipeline in `ner`,
+word lists in `gazetteer`, names found by case and context in `casing`, `context`, `cues`,
+`intros` and `unknown`, places by their kind in `landmarks`, names spread in an export by
+`propagate`), who
 a participant is across devices (`identity`), merging devices (`merge`), the HTML report
 (`report`, with the plots' item rules in `instruments`) and datasette (`browse`).
 

@@ -22,7 +22,9 @@ import re
 from companion.research.context import PETS, RELATIONS, ROLES, STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
+from companion.research.propagate import RARE_ZIPF
 from companion.research.spoken import AGE_NUMBER
+from companion.research.unknown import load_frequencies
 
 
 def _set(words: str) -> frozenset[str]:
@@ -60,7 +62,9 @@ _THINGS = _set(
 )
 # A second word of a job ("the health visitor joy", "the dinner lady pat").
 _AFTER_JOB = _set("and said came is was has had")  # "the nurse grace came", not "the nurse is"
-_JOB_TAILS = _set("visitor lady man woman worker assistant nurse teacher officer")
+_JOB_TAILS = _set(
+    "visitor lady man woman worker assistant nurse teacher officer reverend rev vicar minister"
+)
 # Words that make "W the dog" a verb on an animal ("feed the dog").
 _NOT_BEFORE_PET = _set(
     "i we you they he she to will would can could did do does don't didn't let lets "
@@ -84,6 +88,9 @@ _AGE_NEXT = re.compile(
     rf"\s+(?:{AGE_NUMBER})(?=\s*$|\s+(?:and|now|today|next|this|on|in|at|soon)\b)"
 )
 _STOP = re.compile(r"[.!?;:]\s*$")
+_BARE_INITIALS = re.compile(r"(?<![\w'])([b-hj-z]\s+(?:[a-z]\s+){0,2})([a-z][\w'-]{2,})\b")
+_OWNER = _set("my our the his her their")
+_ANIMALS = PETS | _set("bitch tup ewe ram sheepdog mare gelding stallion bird")
 # "mr c a beckford", "Mrs J. Okafor": a title, initials, a surname.
 _INITIALS = re.compile(
     r"\b(?i:mr|mrs|ms|miss|mister|missus|dr|doctor)\.?\s+((?:(?![ai]\b)[a-z]|[A-Z])\.?"
@@ -95,6 +102,8 @@ def _aged(view: str, raw: list[str], words: list[re.Match[str]], i: int) -> bool
     """raw[i] is followed by an age: "is three and", "turns four on", "will be twelve on"."""
     if raw[i + 1 : i + 3] == ["will", "be"]:
         return bool(_AGE_NEXT.match(view, words[i + 2].end()))
+    if raw[i + 1 : i + 4] == ["would", "have", "been"]:  # "tot would have been seventy two"
+        return bool(_AGE_NEXT.match(view, words[i + 3].end()))
     return raw[i + 1 : i + 2] != [] and raw[i + 1] in _AGED and bool(
         _AGE_NEXT.match(view, words[i + 1].end()))  # fmt: skip
 
@@ -114,6 +123,7 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
         return []
     words = list(_WORD.finditer(view))
     raw = [m.group(0) for m in words]
+    freq = load_frequencies()
     spans = []
     for i, m in enumerate(words):
         word = raw[i]
@@ -124,16 +134,21 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
         end = 0
         opens = not prev or prev in _OPENERS or bool(_STOP.search(text, 0, m.start()))
         label = ""
-        if word == "will" and opens and (nxt in _ACTS or nxt in _BE or nxt == "from" and any(
+        if word == "will" and opens and _surname(nxt, gaz):
+            label, end = "PERSON", words[i + 1].end()  # "will harker wants a job"
+        elif word == "will" and opens and (nxt in _ACTS or nxt in _BE or nxt == "from" and any(
                 w in _ACTS for w in raw[i + 2 : i + 6])):  # fmt: skip
             label = "PERSON"  # "will says", "and will is waiting", "will from over the road"
         elif word in STOP or word in RELATIONS or len(word) < 3 or word in _NOT_AGED:
             pass
         elif (opens or prev in _LITTLE) and _aged(view, raw, words, i):
             label = "PERSON"  # "hope is three and she sang", "gruff turns four on the 23rd"
-        elif word not in gaz.first:
-            pass
-        elif nxt in gaz.people and not gaz.is_ordinary(nxt) and nxt not in gaz.first and opens:
+        elif opens and nxt in _BE and raw[i + 2 : i + 3] and raw[i + 2] in _OWNER and any(
+                w in _ANIMALS for w in raw[i + 3 : i + 6]):  # fmt: skip
+            label = "PET"  # "moss is my young dog", "fly is the old bitch who"
+        elif word not in gaz.first and freq.get(word, 0.0) >= RARE_ZIPF:
+            pass  # neither a first name nor a word too rare to be anything but a name here
+        elif _surname(nxt, gaz) and opens:
             label = "PERSON"  # "hope nguyen and tolu are doing work experience"
             end = words[i + 1].end()
         elif prev in _TITLES and prev2 not in ("the", "a") and raw[i + 1 : i + 2] != ["christmas"]:
@@ -162,4 +177,11 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
                 and raw[i + 1] in RELATIONS and owner.group(1) not in ("my", "his"):  # fmt: skip
             spans.append(Span(m.start(), m.start() + len(owner.group(1)), "PERSON"))
     spans += [Span(m.start(), m.end(), "PERSON") for m in _INITIALS.finditer(text)]
+    spans += [Span(m.start(), m.end(), "PERSON") for m in _BARE_INITIALS.finditer(view)
+              if _surname(m.group(2), gaz)]  # "on the forms i am just w a metcalfe"
     return spans
+
+
+def _surname(word: str, gaz: Gazetteer) -> bool:
+    """A census surname that is no English word and no first name ("nguyen", "harker")."""
+    return word in gaz.people and not gaz.is_ordinary(word) and word not in gaz.first

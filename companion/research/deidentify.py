@@ -30,6 +30,7 @@ from companion.research.casing import pet_names, place_phrases, truecase, typed_
 from companion.research.context import RELATIONS, RELATIVE_AGE, apposed_names, context_names
 from companion.research.cues import ordinary_word_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
+from companion.research.ids import GROUPED_ID, ID, PLATE, SORT_CODE
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
 from companion.research.propagate import propagate
@@ -44,7 +45,7 @@ _ORD = r"\d{1,2}(?:st|nd|rd|th)?"
 _STREET_WORDS = (
     "street|st|road|rd|avenue|ave|lane|ln|drive|dr|court|ct|close|crescent|place|pl|way|"
     "boulevard|blvd|terrace|square|sq|gardens|grove|hill|park|row|mews|highway|hwy|brae|wynd|"
-    "vennel|heights|meadows"
+    "vennel|heights|meadows|cottages"
 )
 
 EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
@@ -122,15 +123,6 @@ _LOWER_NAMED = re.compile(
 )
 # "Pickles's birthday": someone's birthday names someone (or a pet).
 _BIRTHDAY = re.compile(r"\b([A-Za-z][\w-]+)'s?\s+birthday\b")
-# Mixed letters and at least three digits: national insurance, NHS or account numbers,
-# written as one token or in groups ("PN 88213 774", "QQ 12 34 56 C").
-ID = re.compile(
-    r"\b(?=[A-Z0-9/-]*\d[A-Z0-9/-]*\d[A-Z0-9/-]*\d)(?=[A-Z0-9/-]*[A-Z])[A-Z0-9/-]{5,}\b"
-)  # "WMT/PN/0088214" too
-GROUPED_ID = re.compile(r"\b[A-Z]{1,3}(?:\s?\d{2,}){2,4}(?:\s?[A-Z])?\b")
-# A UK number plate ("BP68 WZN") and a bank sort code ("80-22-61").
-PLATE = re.compile(r"\b[A-Z]{2}\d{2}\s?[A-Z]{3}\b")
-SORT_CODE = re.compile(r"(?<![\d-])\d{2}-\d{2}-\d{2}(?![\d-])")
 # A year, with the day it names if any ("Boxing Day 1987"): dates pin people down.
 YEAR = re.compile(
     r"\b(?:(?i:christmas|boxing|new year's|valentine's|easter|bonfire)\s+"

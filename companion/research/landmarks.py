@@ -32,7 +32,8 @@ _NAME_KIND = re.compile(
     r"\b(?:(?i:the)\s+)?([A-Za-z][\w'-]+)(?:\s+(?:and|&)\s+([A-Za-z][\w'-]+))?\s+"
     r"(?i:canal|mountains|hills|fells|moors|beacons|dales|islands|isles|peninsula|valley|"
     r"estuary|coast|riviera|fjords|alps|highlands|lakes|broads|falls|gorge|national park|"
-    r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens|firth|fields)\b"
+    r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens|firth|fields|fell|"
+    r"water|tarn|crag|pike|beck|gill|moor)\b"
 )
 
 
@@ -100,11 +101,18 @@ def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
 # Typed: "a party at the Athena", "rugby at the Principality": a capitalised word (or two)
 # after "at/to/from the" inside a sentence names a venue, the way a story names a pub.
 _VENUE = re.compile(
-    r"(?<=[a-z,] )(?:at|to|from|outside|near|into|round|opposite|behind) the "
+    r"(?<=[a-z,] )(?:at|to|from|outside|near|into|round|opposite|behind|under|for) the "
     r"([A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?)\b"
 )
 _NOT_VENUES = _MODIFIERS | _words("queen king lord army navy police government internet bible "
                                    "devil sun moon earth lottery olympics")
+
+
+# "a do at the farmers arms", "dinner at the white hart": a pub by its sign, typed or said.
+_PUB = re.compile(
+    r"\b(?i:at|to|from|outside|in|near)\s+((?i:the)\s+(?:[A-Za-z][\w'-]+\s+){0,2}"
+    r"(?i:arms|inn|hart|tavern))\b"
+)
 
 
 def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
@@ -119,6 +127,7 @@ def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
         if all(_named(w, lower, gaz) for w in words):
             spans.append(Span(m.start(), m.end(), "PLACE"))
     spans += [Span(m.start(), m.end(), "PLACE") for m in _QUARTER.finditer(text)]
+    spans += [Span(m.start(1), m.end(1), "PLACE") for m in _PUB.finditer(text)]
     spans += [Span(m.start(1), m.end(1), "PLACE") for m in _VENUE.finditer(text)
               if m.group(1).split()[0].lower() not in _NOT_VENUES]  # fmt: skip
     return spans + _headed(text, lower, gaz)

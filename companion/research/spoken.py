@@ -125,7 +125,9 @@ NAMED_AGE = re.compile(
 )
 
 # "Cliff Dunmore, seventy-four, who referees": an age set off by commas after a name.
-APPOSED_AGE = re.compile(rf"\b[A-Z][\w'-]+,\s+((?i:{AGE_NUMBER})|1[01]\d),(?=\s)")
+APPOSED_AGE = re.compile(
+    rf"\b[A-Z][\w'-]+\s*(?:,|\s[—–-])\s+((?i:{AGE_NUMBER})|1[01]\d),(?=\s)"
+)  # "Dot — seventy-two, a widow"
 
 # "twenty two hawthorn drive", "on cherry tree avenue": a street said, with or without its
 # number; the words between are not function words ("five miles up the hill" stays).
@@ -182,7 +184,7 @@ AGE_MARKED = re.compile(
     rf"\b(?i:(?:is|was|'s|will be|'ll be|turns|turning)\s+({AGE_NUMBER})\s+(?:now|this year|"
     r"next year|this month|next month|next week|today|tomorrow|on (?:\w+day|the \w+)|in \w+"
     rf"|on {_MONTH}|on (?:new year'?s|christmas|boxing|valentine'?s|easter|saint|st\.?) ?\w*)\b"
-    rf"|would have been\s+({AGE_NUMBER})\b{NOT_AN_AGE}"
+    rf"|would have been\s+({AGE_NUMBER})\b(?!\s+(?:{_MEASURES})\b)"
     rf"|(?:lived|live|living|made it|make it)\s+to\s+(?:be\s+|the\s+(?:grand\s+)?(?:old\s+)?"
     rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
     rf"|(?:my|his|her|their|your|our|[a-z]+'s)\s+(\d{{2,3}}(?:st|nd|rd|th)|{_TENTHS}|hundredth|"
@@ -275,7 +277,8 @@ DECADE_AGE = re.compile(
 _CODE_TOKEN = rf"(?:(?![ai]\b)[a-z]|[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS})"
 CODE = re.compile(
     r"\b(?:reference|ref|code|pin|password|passcode|membership|policy|account|passport|"
-    r"licence|license|registration|reg|id|insurance|card|nhs|pass|badge)(?:\s+(?:number|no|code))?"
+    r"licence|license|registration|reg|id|insurance|card|nhs|pass|badge|holding|flock|herd|"
+    r"microchip|chip)(?:\s+(?:number|no|code|mark))?"
     r"(?:\s+(?:is|was|'s)|,)\s+"
     rf"((?=(?:{_CODE_TOKEN}\s+){{0,4}}(?:[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS})\b)"
     rf"{_CODE_TOKEN}(?:\s+{_CODE_TOKEN}){{2,}}(?:\s+[a-d](?=\s*(?:[,.;!?]|$)))?)\b",
