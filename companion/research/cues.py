@@ -90,6 +90,9 @@ _AGE_NEXT = re.compile(
 _STOP = re.compile(r"[.!?;:]\s*$")
 _BARE_INITIALS = re.compile(r"(?<![\w'])([b-hj-z]\s+(?:[a-z]\s+){0,2})([a-z][\w'-]{2,})\b")
 _OWNER = _set("my our the his her their")
+# A capitalised word with a letter English spells without ("Siobhán", "Nygårdsgaten").
+_ACCENTED = re.compile(r"\b[A-ZÀ-ÖØ-Þ][\w'-]*[À-ÖØ-öø-ÿ][\w'-]*|\b[À-ÖØ-Þ][\w'-]+")
+_PLACE_CUE = re.compile(r"\b(?:in|at|from|to|near|of)\s+$")
 _ANIMALS = PETS | _set("bitch tup ewe ram sheepdog mare gelding stallion bird")
 # "mr c a beckford", "Mrs J. Okafor": a title, initials, a surname.
 _INITIALS = re.compile(
@@ -164,6 +167,9 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
         elif nxt == "the" and raw[i + 2 : i + 3] and raw[i + 2] in PETS \
                 and prev not in _NOT_BEFORE_PET and word not in _VERB_NAMES:  # fmt: skip
             label = "PET"  # "we still talk about hunter the lurcher"
+        if not label and i == 0 and nxt == "the" and raw[2:3] and raw[2] in _ANIMALS | {"guinea"} \
+                and word not in _NOT_BEFORE_PET | _VERB_NAMES | STOP:  # fmt: skip
+            label = "PET"  # "biscuit the guinea pig got out": a story opening with its pet
         if label:
             spans.append(Span(m.start(), end if label == "PERSON" and end else m.end(), label))
     for i, m in enumerate(words):  # "franks email is": a recogniser drops the apostrophe
@@ -177,6 +183,9 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
                 and raw[i + 1] in RELATIONS and owner.group(1) not in ("my", "his"):  # fmt: skip
             spans.append(Span(m.start(), m.start() + len(owner.group(1)), "PERSON"))
     spans += [Span(m.start(), m.end(), "PERSON") for m in _INITIALS.finditer(text)]
+    for m in _ACCENTED.finditer(text):  # "Siobhán", "Rónán", "Tromsø": no English word
+        place = bool(_PLACE_CUE.search(text, 0, m.start()))
+        spans.append(Span(m.start(), m.end(), "PLACE" if place else "PERSON"))
     spans += [Span(m.start(), m.end(), "PERSON") for m in _BARE_INITIALS.finditer(view)
               if _surname(m.group(2), gaz)]  # "on the forms i am just w a metcalfe"
     return spans

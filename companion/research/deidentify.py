@@ -30,7 +30,7 @@ from companion.research.casing import pet_names, place_phrases, truecase, typed_
 from companion.research.context import RELATIONS, RELATIVE_AGE, apposed_names, context_names
 from companion.research.cues import ordinary_word_names
 from companion.research.gazetteer import Gazetteer, load_gazetteer
-from companion.research.ids import GROUPED_ID, ID, PLATE, SORT_CODE
+from companion.research.ids import GROUPED_ID, ID, PLATE, REFERENCE, SORT_CODE
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span
 from companion.research.propagate import propagate
@@ -54,7 +54,8 @@ _TLD = r"com|co|uk|org|net|ac|gov|nhs|edu|ie|de|fr|info|me|io"
 LOST_DOTS = re.compile(rf"\b(?:[a-z][\w-]*\s)?[\w+-]+@[\w-]+(?:\s(?:{_TLD})\b)+", re.IGNORECASE)
 # Phone numbers: 7+ digits with optional country code and separators.
 PHONE = re.compile(
-    r"(?<![\w])(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]{0,3}){2,4}\d{2,4}(?![\w])"
+    r"(?<![\w])(?:\+\d{1,3}(?:[\s.-]?\d{1,5}){2,5}"  # "+56 9 6123 4587"
+    r"|(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]{0,3}){2,4}\d{2,4})(?![\w])"
 )
 NAMED_STREET = re.compile(
     rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STREET_WORDS.title()})\b"
@@ -138,6 +139,7 @@ WRITTEN: list[tuple[str, re.Pattern[str]]] = [
     *(("DATE", p) for p in DATES),
     ("ID", ID),
     ("ID", GROUPED_ID),
+    ("ID", REFERENCE),
     ("ID", PLATE),
     ("ID", SORT_CODE),
     ("DATE", YEAR),
@@ -332,7 +334,7 @@ def _name_rules(text: str, nameish: Callable[[str], bool] | None = None) -> list
     for m in intros.NICKNAME.finditer(text):
         word = m.group(1)
         if (word[0].isupper() and not re.fullmatch(_NOT_NAMES, word)
-                or lower and nameish is not None and nameish(word)):  # fmt: skip
+                or lower and nameish is not None and (nameish(word) or unknown.rare(word))):
             found.append(Span(m.start(1), m.end(1), "PERSON"))
             if m.group(2) and m.group(2).lower() not in context.STOP:  # "cal or cally"
                 found.append(Span(m.start(2), m.end(2), "PERSON"))

@@ -70,7 +70,7 @@ SPOKEN_DATES = [
     re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+(?:{_YEAR}|{_TWO_DIGITS}))?\b",
                re.IGNORECASE),  # "the eleventh of april ninety one"
     re.compile(rf"\b{_MONTH}\s+(?:the\s+)?{_ORDINAL}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
-    re.compile(rf"\b(?:in|of|since)\s+{_MONTH}\s+{_YEAR}\b", re.IGNORECASE),
+    re.compile(rf"\b(?:(?:in|of|since)\s+)?{_MONTH}\s+{_YEAR}\b", re.IGNORECASE),
     re.compile(
         rf"\b(?:in|since|born|from|until|till|to|by|around|about|before|after|during|of)\s+"
         rf"{_YEAR}\b",
@@ -112,8 +112,8 @@ AGE_NUMBER = (
 )
 NOT_AN_AGE = rf"(?!\s+(?:{_UNITS})\b)"  # "I was ten minutes late"
 SAID_AGE = re.compile(
-    rf"\b(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
-    rf"were|are|'re)\s+({AGE_NUMBER})\b"
+    rf"\b(?:(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
+    rf"were|are|'re)|im|ill be|hes|shes|hell be|shell be)\s+({AGE_NUMBER})\b"
     rf"(?!\s+(?:{_UNITS})\b)",
     re.IGNORECASE,
 )
@@ -183,7 +183,8 @@ _AGE_OR_DIGITS = rf"(?:{AGE_NUMBER}|1[01]\d)"
 AGE_MARKED = re.compile(
     rf"\b(?i:(?:is|was|'s|will be|'ll be|turns|turning)\s+({AGE_NUMBER})\s+(?:now|this year|"
     r"next year|this month|next month|next week|today|tomorrow|on (?:\w+day|the \w+)|in \w+"
-    rf"|on {_MONTH}|on (?:new year'?s|christmas|boxing|valentine'?s|easter|saint|st\.?) ?\w*)\b"
+    rf"|on {_MONTH}|on (?:new year'?s|christmas|boxing|valentine'?s|easter|saint|st\.?) ?\w*"
+    rf"|come {_MONTH})\b"
     rf"|would have been\s+({AGE_NUMBER})\b(?!\s+(?:{_MEASURES})\b)"
     rf"|(?:lived|live|living|made it|make it)\s+to\s+(?:be\s+|the\s+(?:grand\s+)?(?:old\s+)?"
     rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
@@ -216,7 +217,7 @@ MORE_DATES = re.compile(
 NAMED_DAY = re.compile(
     r"\b(?:(?:christmas|boxing|new\s+year'?s|valentine'?s|st\.?\s+\w+'?s|saint\s+\w+'?s|"
     r"mother'?s|father'?s|armistice|remembrance|pancake|shrove)\s+day|christmas\s+eve|"
-    r"new\s+year'?s\s+eve|easter\s+(?:sunday|monday)|good\s+friday|bonfire\s+night|"
+    r"new\s+year'?s\s+eve|easter\s+(?:saturday|sunday|monday)|good\s+friday|bonfire\s+night|"
     r"burns\s+night|hogmanay)\b",
     re.IGNORECASE,
 )
@@ -247,8 +248,8 @@ HANDLE = re.compile(
 # "due in april", "since last august", "the wedding in may": a month said alone after a word
 # that makes it a time (not "may i", "march on"); a month narrows a birth or an event.
 MONTH_ALONE = re.compile(
-    r"\b(?:in|since|until|till|by|last|next|this|come|early|late|mid|end of|beginning of|start of|"
-    rf"middle of|during|before|after)\s+(?:(?:early|late|mid)[\s-]+)?({_MONTH})\b(?!')"
+    r"\b(?:in|since|until|till|by|last|next|this|come|for|early|late|mid|end of|beginning of|"
+    rf"start of|middle of|during|before|after)\s+(?:(?:early|late|mid)[\s-]+)?({_MONTH})\b(?!')"
     r"(?!(?<=may)\s+(?:i|we|you|he|she|they|it|be|have|not)\b)",  # "may i", not "in march we"
     re.IGNORECASE,
 )
@@ -305,7 +306,7 @@ _AGE_END = (
 AGE_AND = re.compile(
     r"\b(?<!\bit )(?<!\bthat )(?<!\bthis )(?<!\bthere )(?<!\bwhich )(?<!\btime )(?<!\bscore )"
     rf"(?:is|was|'s)\s+"
-    rf"((?i:{AGE_NUMBER}))\s+and\s+(?:he|she|they|still|wants|loves|likes|has|had|is|was|"
+    rf"((?i:{AGE_NUMBER}))\s+and\s+(?:he|she|they|his|her|still|wants|loves|likes|has|had|is|was|"
     r"goes|plays|already|thinks|can|cannot|can't|does|never|always)\b",
     re.IGNORECASE,
 )
