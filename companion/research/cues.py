@@ -90,6 +90,7 @@ _AGE_NEXT = re.compile(
 _STOP = re.compile(r"[.!?;:]\s*$")
 _BARE_INITIALS = re.compile(r"(?<![\w'])([b-hj-z]\s+(?:[a-z]\s+){0,2})([a-z][\w'-]{2,})\b")
 _OWNER = _set("my our the his her their")
+_PAST = re.compile(r"[a-z]{2,}(?<!e)ed")  # "will washed the cab" (not "will need", "will feed")
 # A capitalised word with a letter English spells without ("Siobhán", "Nygårdsgaten").
 _ACCENTED = re.compile(r"\b[A-ZÀ-ÖØ-Þ][\w'-]*[À-ÖØ-öø-ÿ][\w'-]*|\b[À-ÖØ-Þ][\w'-]+")
 _PLACE_CUE = re.compile(r"\b(?:in|at|from|to|near|of)\s+$")
@@ -139,7 +140,8 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
         label = ""
         if word == "will" and opens and _surname(nxt, gaz):
             label, end = "PERSON", words[i + 1].end()  # "will harker wants a job"
-        elif word == "will" and opens and (nxt in _ACTS or nxt in _BE or nxt == "from" and any(
+        elif word == "will" and opens and (nxt in _ACTS or nxt in _BE or _PAST.fullmatch(nxt)
+                                           or nxt == "from" and any(
                 w in _ACTS for w in raw[i + 2 : i + 6])):  # fmt: skip
             label = "PERSON"  # "will says", "and will is waiting", "will from over the road"
         elif word in STOP or word in RELATIONS or len(word) < 3 or word in _NOT_AGED:

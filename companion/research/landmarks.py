@@ -78,7 +78,7 @@ _MODIFIERS = _words(
 )
 # "at city hospital", "to central station": bare, after a preposition, a kind with a name
 # part of ordinary words is still a proper name ("at the city hospital" stays).
-_BARE_CUES = _words("at in to from near outside into by up")
+_BARE_CUES = _words("at in to from near outside into by up round around through across past")
 _BARE_HEADS = _words(
     "airport hospital infirmary hospice baths temple quarter suite stadium academy park hill "
     "bay hall"
@@ -101,11 +101,12 @@ def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
 # Typed: "a party at the Athena", "rugby at the Principality": a capitalised word (or two)
 # after "at/to/from the" inside a sentence names a venue, the way a story names a pub.
 _VENUE = re.compile(
-    r"(?<=[a-z,] )(?:at|to|from|outside|near|into|round|opposite|behind|under|for) the "
+    r"(?<=[a-z,] )(?:at|to|from|outside|near|into|round|opposite|behind|under|for|of) the "
     r"([A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?)\b"
 )
 _NOT_VENUES = _MODIFIERS | _words("queen king lord army navy police government internet bible "
-                                   "devil sun moon earth lottery olympics")
+                                   "devil sun moon earth lottery olympics year month week day "
+                                   "world universe")
 
 
 # "a do at the farmers arms", "dinner at the white hart": a pub by its sign, typed or said.
@@ -129,7 +130,8 @@ def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
     spans += [Span(m.start(), m.end(), "PLACE") for m in _QUARTER.finditer(text)]
     spans += [Span(m.start(1), m.end(1), "PLACE") for m in _PUB.finditer(text)]
     spans += [Span(m.start(1), m.end(1), "PLACE") for m in _VENUE.finditer(text)
-              if m.group(1).split()[0].lower() not in _NOT_VENUES]  # fmt: skip
+              if m.group(1).split()[0].lower() not in _NOT_VENUES
+              or " " in m.group(1) and m.group(1).split()[0] in ("Queen", "King")]  # fmt: skip
     return spans + _headed(text, lower, gaz)
 
 
@@ -197,7 +199,7 @@ def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
                                           for p in places):  # fmt: skip
             continue
         kind = _KIND_AFTER.match(text, span.end)
-        if kind and span.label in ("PERSON", "PLACE") and not text[:span.end].endswith("'s"):
+        if kind and span.label in ("PERSON", "PLACE", "ORG") and not text[:span.end].endswith("'s"):
             span = Span(span.start, kind.end(), "PLACE")
         if span.label == "PLACE" and (m := _THE.search(text, 0, span.start)):
             span = Span(m.start(), span.end, span.label)

@@ -184,7 +184,7 @@ AGE_MARKED = re.compile(
     rf"\b(?i:(?:is|was|'s|will be|'ll be|turns|turning)\s+({AGE_NUMBER})\s+(?:now|this year|"
     r"next year|this month|next month|next week|today|tomorrow|on (?:\w+day|the \w+)|in \w+"
     rf"|on {_MONTH}|on (?:new year'?s|christmas|boxing|valentine'?s|easter|saint|st\.?) ?\w*"
-    rf"|come {_MONTH})\b"
+    rf"|come {_MONTH}|on \d+)\b"
     rf"|would have been\s+({AGE_NUMBER})\b(?!\s+(?:{_MEASURES})\b)"
     rf"|(?:lived|live|living|made it|make it)\s+to\s+(?:be\s+|the\s+(?:grand\s+)?(?:old\s+)?"
     rf"age\s+of\s+)?({_AGE_OR_DIGITS})\b{NOT_AN_AGE}"
@@ -275,7 +275,7 @@ DECADE_AGE = re.compile(
 )
 # "the booking reference is x q seven nine two": what follows a reference's name, letters
 # and numbers read out (three or more, one a number at least).
-_CODE_TOKEN = rf"(?:(?![ai]\b)[a-z]|[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS})"
+_CODE_TOKEN = rf"(?:(?![ai]\b)[a-z]|[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS}|dash|slash)"
 CODE = re.compile(
     r"\b(?:reference|ref|code|pin|password|passcode|membership|policy|account|passport|"
     r"licence|license|registration|reg|id|insurance|card|nhs|pass|badge|holding|flock|herd|"
