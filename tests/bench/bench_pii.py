@@ -48,18 +48,18 @@ SITUATIONS = Path("/work/shared/data/empatheticdialogues/situations_dev.csv")
 SET3 = Path(__file__).with_name("pii_set3.txt")  # the development set since issue 14
 
 
-SET4 = Path(__file__).with_name("pii_set4.txt")  # a development set since issue 14's 2nd round
-SET5 = Path(__file__).with_name("pii_set5.txt")  # a development set since issue 14's 4th round
-SET6 = Path(__file__).with_name("pii_set6.txt")  # a development set since issue 14's 6th round
-SET7 = Path(__file__).with_name("pii_set7.txt")  # a development set since issue 14's 7th round
-SET8 = Path(__file__).with_name("pii_set8.txt")  # a development set since issue 14's 8th round
-SET9 = Path(__file__).with_name("pii_set9.txt")  # a development set since issue 14's 9th round
-SET10 = Path(__file__).with_name("pii_set10.txt")  # a development set since the 10th round
-SET11 = Path(__file__).with_name("pii_set11.txt")  # a development set since the 11th round
-SET12 = Path(__file__).with_name("pii_set12.txt")  # a development set since the 12th round
-SET13 = Path(__file__).with_name("pii_set13.txt")  # a development set since the 13th round
-SET14 = Path(__file__).with_name("pii_set14.txt")  # a development set since the 14th round
-SET15 = Path(__file__).with_name("pii_set15.txt")  # held out: counts only, run once
+# Each later set, written the same way, and the round of issue 14 since which it is a
+# development set (its misses may be read); the last is held out: counts only, run once.
+DEV_SETS = {4: "second", 5: "fourth", 6: "sixth", 7: "seventh", 8: "eighth", 9: "ninth",
+            10: "tenth", 11: "eleventh", 12: "twelfth", 13: "thirteenth", 14: "fourteenth"}
+HELD_OUT = 15
+
+
+def set_path(n: int) -> Path:
+    return Path(__file__).with_name(f"pii_set{n}.txt")
+
+
+SET5 = set_path(5)  # tests/test_deidentify_unknown.py reads it
 # The participant's own contact details (the goal is 100 % for them and their own name).
 CONTACT = ("phone", "phone_spoken", "email", "email_spoken")
 
@@ -178,18 +178,10 @@ if __name__ == "__main__":
     parser.add_argument("--show", type=int, default=15, help="Missed items to print.")
     parser.add_argument("--set3", action="store_true", help="Set 3 (now the development set).")
     parser.add_argument("--misses", action="store_true", help="Print dev sets' misses.")
-    parser.add_argument("--set4", action="store_true", help="Set 4 (a development set now).")
-    parser.add_argument("--set5", action="store_true", help="Set 5 (a development set now).")
-    parser.add_argument("--set6", action="store_true", help="Set 6 (a development set now).")
-    parser.add_argument("--set7", action="store_true", help="Set 7 (a development set now).")
-    parser.add_argument("--set8", action="store_true", help="Set 8 (a development set now).")
-    parser.add_argument("--set9", action="store_true", help="Set 9 (a development set now).")
-    parser.add_argument("--set10", action="store_true", help="Set 10 (a development set now).")
-    parser.add_argument("--set11", action="store_true", help="Set 11 (a development set now).")
-    parser.add_argument("--set12", action="store_true", help="Set 12 (a development set now).")
-    parser.add_argument("--set13", action="store_true", help="Set 13 (a development set now).")
-    parser.add_argument("--set14", action="store_true", help="Set 14 (a development set now).")
-    parser.add_argument("--set15", action="store_true", help="Held-out set 15 (counts only).")
+    for n in DEV_SETS:
+        parser.add_argument(f"--set{n}", action="store_true", help=f"Set {n} (a development set).")
+    parser.add_argument(f"--set{HELD_OUT}", action="store_true",
+                        help=f"Held-out set {HELD_OUT} (counts only).")  # fmt: skip
     parser.add_argument("--month", type=int, default=30, help="Days of transcripts (0: none).")
     args = parser.parse_args()
     print(f"{cpu_line()}; Python {platform.python_version()}")
@@ -210,29 +202,11 @@ if __name__ == "__main__":
             break
         report(f"set 3, {name} (the development set since issue 14)",
                *recall(redactor, False, part), show=args.misses)  # fmt: skip
-    held = [("set 4", SET4, "a development set since issue 14's second round")] if args.set4 else []
-    if args.set5:
-        held.append(("set 5", SET5, "a development set since issue 14's fourth round"))
-    if args.set6:
-        held.append(("set 6", SET6, "a development set since issue 14's sixth round"))
-    if args.set7:
-        held.append(("set 7", SET7, "a development set since issue 14's seventh round"))
-    if args.set8:
-        held.append(("set 8", SET8, "a development set since issue 14's eighth round"))
-    if args.set9:
-        held.append(("set 9", SET9, "a development set since issue 14's ninth round"))
-    if args.set10:
-        held.append(("set 10", SET10, "a development set since issue 14's tenth round"))
-    if args.set11:
-        held.append(("set 11", SET11, "a development set since issue 14's eleventh round"))
-    if args.set12:
-        held.append(("set 12", SET12, "a development set since issue 14's twelfth round"))
-    if args.set13:
-        held.append(("set 13", SET13, "a development set since issue 14's thirteenth round"))
-    if args.set14:
-        held.append(("set 14", SET14, "a development set since issue 14's fourteenth round"))
-    if args.set15:  # the held-out result: counts only, never its misses
-        held.append(("held-out set 15", SET15, "never seen before the rules were final"))
+    held = [(f"set {n}", set_path(n), f"a development set since issue 14's {r} round")
+            for n, r in DEV_SETS.items() if getattr(args, f"set{n}")]  # fmt: skip
+    if getattr(args, f"set{HELD_OUT}"):  # the held-out result: counts only, never its misses
+        held.append((f"held-out set {HELD_OUT}", set_path(HELD_OUT),
+                     "never seen before the rules were final"))  # fmt: skip
     for set_name, path, note in held:
         typed_n, spoken_n = set3(path)
         # each set's participant as config.toml knows them (its header), in a fresh export
@@ -241,7 +215,7 @@ if __name__ == "__main__":
                            ("all", typed_n + spoken_n)):  # fmt: skip
             redactor.propagated.clear()  # each part one export
             per_type, missed = recall(redactor, False, part)
-            show = args.misses and name != "all" and path != SET15
+            show = args.misses and name != "all" and path != set_path(HELD_OUT)
             report(f"{set_name}, {name} ({note})", per_type, missed, show=show)
             own = [v for k, v in per_type.items() if k.startswith("own")]
             contact = [v for k, v in per_type.items() if k in CONTACT]
