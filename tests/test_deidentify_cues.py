@@ -121,6 +121,8 @@ def redactor() -> Redactor:
         ("I'll be fifty-nine on 12/05, and nobody is to make a fuss.", "-nine"),
         ("They're in Dundee, with a view of the Tay if you stand on the bath.", "the Tay"),
         ("I take her to dialysis at the Queen Elizabeth every Tuesday.", "the Queen"),
+        # the replies of one answer are joined with " | " in a store: each opens a clause
+        ("i dont know | will from the chapel rang about the van", "will"),
         # the kind of place after a name found on its own
         ("we took the dog round penwortham park before the rain", "park"),
         ("Gran has been in Pengelly care home since March.", "care home"),

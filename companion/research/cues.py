@@ -87,7 +87,7 @@ _NOT_AGED = _set(
 _AGE_NEXT = re.compile(
     rf"\s+(?:{AGE_NUMBER})(?=\s*$|\s+(?:and|now|today|next|this|on|in|at|soon)\b)"
 )
-_STOP = re.compile(r"[.!?;:]\s*$")
+_STOP = re.compile(r"[.!?;:|]\s*$")  # "|" joins the replies of one answer in an export
 _BARE_INITIALS = re.compile(r"(?<![\w'])([b-hj-z]\s+(?:[a-z]\s+){0,2})([a-z][\w'-]{2,})\b")
 _OWNER = _set("my our the his her their")
 _PAST = re.compile(r"[a-z]{2,}(?<!e)ed")  # "will washed the cab" (not "will need", "will feed")
