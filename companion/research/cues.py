@@ -136,7 +136,8 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
         nxt = raw[i + 1] if i + 1 < len(raw) else ""
         # opening a clause: first, after a conjunction, or after a stop in typed text
         end = 0
-        opens = not prev or prev in _OPENERS or bool(_STOP.search(text, 0, m.start()))
+        gap = words[i - 1].end() if i else 0  # a stop can only stand after the last word
+        opens = not prev or prev in _OPENERS or bool(_STOP.search(text, gap, m.start()))
         label = ""
         if word == "will" and opens and _surname(nxt, gaz):
             label, end = "PERSON", words[i + 1].end()  # "will harker wants a job"

@@ -56,14 +56,6 @@ _INSIDE = re.compile(r"[a-z,]\s+$")  # a lower-case word before: not a sentence'
 _BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")
 
 
-def _head_phrases(text: str) -> list[tuple[int, int, int]]:
-    """(start of the up to three words before a kind, the kind's start, its end) for every
-    kind, so that "kings college hospital" is read at "hospital" and not only at "college"."""
-    out = []
-    for h in _HEAD.finditer(text):
-        if before := _BEFORE_HEAD.search(text, max(0, h.start() - 160), h.start()):
-            out.append((before.start(), h.start(), h.end()))
-    return out
 # Words that make a kind ordinary rather than a name ("the local hospital", "the train
 # station", "primary school"): checked on every name word.
 _MODIFIERS = _words(
@@ -133,6 +125,16 @@ def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
               if m.group(1).split()[0].lower() not in _NOT_VENUES
               or " " in m.group(1) and m.group(1).split()[0] in ("Queen", "King")]  # fmt: skip
     return spans + _headed(text, lower, gaz)
+
+
+def _head_phrases(text: str) -> list[tuple[int, int, int]]:
+    """(start of the up to three words before a kind, the kind's start, its end) for every
+    kind, so that "kings college hospital" is read at "hospital" and not only at "college"."""
+    out = []
+    for h in _HEAD.finditer(text):
+        if before := _BEFORE_HEAD.search(text, max(0, h.start() - 160), h.start()):
+            out.append((before.start(), h.start(), h.end()))
+    return out
 
 
 def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:

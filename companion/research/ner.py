@@ -47,7 +47,7 @@ _PINNED_DATE = re.compile(
 # Thursday", "every Sunday night") pins no day of anyone's life.
 _UNPINNED_DATE = re.compile(
     r"(?:(?:about|around|over|almost|nearly|only|just|the last|the past|for)\s+)?"
-    r"(?:\d+|a|an|a few|a couple of|\w+)\s+(?:whole\s+|long\s+)?"
+    r"(?:a few|a couple of|\w+)\s+(?:whole\s+|long\s+)?"
     r"(?:days?|weeks?|months?|years?|seasons?|decades?|hours?)(?:\s+(?:ago|later|before|now))?"
     r"|(?:(?:last|next|this|every|on|that)\s+)?(?:monday|tuesday|wednesday|thursday|friday|"
     r"saturday|sunday)s?(?:\s+(?:night|morning|afternoon|evening))?",

@@ -81,17 +81,16 @@ SPOKEN_DATES = [
         rf"\bnineteen[\s-](?:{_TENS}(?:[\s-]{_UNIT})?|hundred|oh[\s-]{_UNIT})\b", re.IGNORECASE
     ),  # fmt: skip
 ]
-# "I was sixty three when...", "I'll be eighty next spring": an age said without "years old";
-# not before a unit ("I was ten minutes late").
-_UNITS = (
+# What a number counts when it is no age: "turned three pages", "ten minutes late".
+_COUNTED = (
     r"minutes?|hours?|days?|weeks?|months?|years?|times?|pounds?|quid|miles?|pence|percent|"
-    r"people|of|or|to|more|less|feet|metres?|degrees|kilos?|stone|points?|pages?|o'clock|"
-    r"am|pm|in the|at|on|out of|thirty|fifteen|forty five|quid|grand|pence|p|"
-    r"doors?|streets?|houses?|stops?|floors?|steps?|blocks?|sizes?"
+    r"degrees|pages?|o'clock|am|pm|p|people|of|or|more|less"
 )
-# What a number turned or made counts when it is no age ("turned three pages").
-_MEASURES = r"(?:minutes?|hours?|days?|weeks?|months?|years?|times?|pounds?|quid|miles?|pence|"\
-    r"percent|degrees|pages?|corners?|o'clock|am|pm|p|people|of|or|more|less)"
+_MEASURES = rf"(?:{_COUNTED}|corners?)"  # after "turned", "makes me", "would have been"
+_UNITS = (  # after "I was", "is": also what a time, place or size follows
+    rf"{_COUNTED}|to|feet|metres?|kilos?|stone|points?|in the|at|on|out of|thirty|fifteen|"
+    r"forty five|grand|doors?|streets?|houses?|stops?|floors?|steps?|blocks?|sizes?"
+)
 AGE = re.compile(
     rf"\b(?:(?:\d{{1,3}}|{_NUMBER})(?:[\s-]+(?:years?|yrs?)[\s-]+(?:old|young|of age)"
     r"|[\s-]+(?:days?|weeks?|months?)[\s-]+old|[\s-](?:year|month|week)[\s-]old)"
@@ -111,6 +110,8 @@ AGE_NUMBER = (
     rf"(?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_UNIT_2}|[1-9]\d?|a hundred(?:\s+and\s+{_UNIT})?)"
 )
 NOT_AN_AGE = rf"(?!\s+(?:{_UNITS})\b)"  # "I was ten minutes late"
+# "I was sixty three when...", "I'll be eighty next spring": an age said without "years old";
+# not before a unit ("I was ten minutes late").
 SAID_AGE = re.compile(
     rf"\b(?:(?:i|he|she|they|we|you)\s*(?:was|am|'m|is|'s|'ll be|will be|turned|turn|turning|"
     rf"were|are|'re)|im|ill be|hes|shes|hell be|shell be)\s+({AGE_NUMBER})\b"

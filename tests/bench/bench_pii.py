@@ -58,8 +58,6 @@ HELD_OUT = 15
 def set_path(n: int) -> Path:
     return Path(__file__).with_name(f"pii_set{n}.txt")
 
-
-SET5 = set_path(5)  # tests/test_deidentify_unknown.py reads it
 # The participant's own contact details (the goal is 100 % for them and their own name).
 CONTACT = ("phone", "phone_spoken", "email", "email_spoken")
 
