@@ -44,6 +44,7 @@ from companion.store.readonly import ReadOnly
 
 if TYPE_CHECKING:
     from companion.model.bank import EncodeResult, Progress
+    from companion.model.upgrade import UpgradeResult
     from companion.voice.channels import VoiceSettings
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,17 @@ def open_home_readonly(home: str | Path | None) -> Opened:
     return Opened(resolved, config, protocol, db)
 
 
+def active_model(opened: Opened) -> str | None:
+    """The build id of the model sessions use (read from its verified sidecar, without loading
+    onnxruntime); None when it cannot load (sessions then match by words)."""
+    from companion.model.encode import model_build
+
+    try:
+        return model_build(Path(opened.config.model).expanduser() if opened.config.model else None)
+    except CompanionError:
+        return None
+
+
 def story_chooser(opened: Opened) -> StoryChooser:
     """The on-device model's empathic chooser; the lexical one if the model cannot load.
 
@@ -168,6 +180,12 @@ def encode_bank(opened: Opened, progress: Progress | None = None) -> EncodeResul
     except CompanionError:
         version = None  # story_chooser logs why and falls back
     if version is not None:
+        from companion.store.upgrades import pending
+
+        if any(pending(opened.db, version)):
+            upgraded = upgrade_model(opened, progress)
+            if upgraded is not None:
+                return upgraded.bank
         copied = copy_shipped(opened.db, version, stories)
         if len(encoded_ids(opened.db, version) & {s.id for s in stories}) == len(stories):
             return EncodeResult(version, len(stories), 0, copied, 0.0)
@@ -175,6 +193,22 @@ def encode_bank(opened: Opened, progress: Progress | None = None) -> EncodeResul
     if not isinstance(chooser, EmpathicChooser):
         return None
     return encode_bank(opened.db, chooser.encoder, stories, progress)
+
+
+def upgrade_model(opened: Opened, progress: Progress | None = None) -> UpgradeResult | None:
+    """Move a home made by another model to the active one: the bank encoded and every
+    preference model re-fitted, before any session runs (`model.upgrade`). None if there was
+    nothing to move, or with the lexical fallback."""
+    from companion.engine.stories import load_stories
+    from companion.model.empathy import EmpathicChooser
+    from companion.model.upgrade import upgrade_home
+
+    chooser = story_chooser(opened)
+    if not isinstance(chooser, EmpathicChooser):
+        return None
+    return upgrade_home(
+        opened.db, chooser.encoder, chooser.weights, load_stories(opened.db), progress
+    )
 
 
 def prepare_bank(opened: Opened, progress: Progress | None = None) -> int:
@@ -191,6 +225,8 @@ def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> Se
     chooser = story_chooser(opened)
     before = _inode(opened.home.db_path)
     with session_lock(opened.home):
+        # A home made by another model is moved to this one before the session, never in it.
+        upgrade_model(opened)
         result = run_session(
             opened.db, opened.protocol, channel, opened.participant, chooser, kind=kind
         )

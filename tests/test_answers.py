@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from companion.engine.answers import (
     NUMBER_NAMES,
     Answer,
+    ends_story,
     is_done,
     parse_free_text,
     parse_scale,
@@ -257,6 +258,32 @@ def test_free_text() -> None:
 )  # fmt: skip
 def test_is_done(text: str, done: bool) -> None:
     assert is_done(text) is done
+
+
+@pytest.mark.parametrize(
+    ("text", "ends"),
+    [
+        # a story that ends the way people end one
+        ("The ferry was cancelled so we drove all the way round, and that's all.", True),
+        ("we got the keys on friday anyway thats about it", True),
+        ("My aunt taught me to knit that winter. That's my story really.", True),
+        ("the cat came back on her own in the end so yeah that's it", True),
+        ("He fixed the fence for nothing. That's pretty much it, I guess.", True),
+        ("We sat on the step until the rain stopped. The end.", True),
+        ("i think that is all", True),
+        ("That's all.", True),
+        # the same words going on: the story is not over
+        ("That's all I could think about for weeks.", False),
+        ("thats it i said and walked out of the meeting before anyone could answer", False),
+        ("the end of the road was flooded", False),
+        ("She said that's all she wanted, a quiet birthday, and then the band arrived.", False),
+        ("It was my birthday and nobody came", False),
+        ("I was done with it", False),
+        ("", False),
+    ],
+)  # fmt: skip
+def test_ends_story(text: str, ends: bool) -> None:
+    assert ends_story(text) is ends
 
 
 def test_scale_range_respected() -> None:

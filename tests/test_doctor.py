@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import re
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from companion.model.encode import resolve_model
 from companion.ops.doctor import Probes, run_checks
 from companion.settings.config import Config, Home, VoiceConfig, load_config, write_config
 from tests.helpers.run import run_cli
@@ -40,15 +40,16 @@ def device(tmp_path) -> Home:
     run_scripted(opened, session_lines(random.Random(1)), datetime.now(UTC) - timedelta(hours=2))
     models = opened.home.path / "models"
     models.mkdir(mode=0o700)
-    model = models / "companion-empathy-1.onnx"
-    model.write_bytes(os.urandom(2048))
-    sidecar = {"sha256": hashlib.sha256(model.read_bytes()).hexdigest()}
-    (models / "companion-empathy-1.onnx.json").write_text(json.dumps(sidecar))
+    # The shipped encoder, copied where config.toml points (doctor verifies what loads).
+    shipped = resolve_model()
+    tokenizer = json.loads(Path(f"{shipped}.json").read_text())["tokenizer"]["file"]
+    for name in (shipped.name, f"{shipped.name}.json", tokenizer):
+        shutil.copy(shipped.with_name(name), models / name)
     vosk = models / "vosk-model-small"
     (vosk / "am").mkdir(parents=True)
     (vosk / "am" / "final.mdl").write_bytes(os.urandom(512))
     config = Config(participant_id="P7", participant_name="Ada", protocol="protocol.toml",
-                    model="models/companion-empathy-1.onnx",
+                    model=f"models/{shipped.name}",
                     voice=VoiceConfig(vosk_model_dir="models/vosk-model-small"))  # fmt: skip
     write_config(opened.home, config)
     for path in opened.home.path.rglob("*"):
@@ -79,7 +80,7 @@ def test_a_model_that_does_not_load_fails_the_vocabulary_check(device):
 
 
 def test_missing_and_corrupt_models(device):
-    model = device.path / "models" / "companion-empathy-1.onnx"
+    model = device.path / "models" / resolve_model().name
     with model.open("ab") as f:
         f.write(b"x")
     assert by_check(run_checks(device, probes=HEALTHY))["encoder-model"] == "fail"

@@ -9,6 +9,7 @@ import numpy as np
 
 from companion import app
 from companion.model.empathy import EmpathicChooser, replay_participant
+from companion.model.encode import model_build
 from companion.store.db import open_db
 from tests.helpers.run import SCRIPT, run_cli, run_text_session
 
@@ -115,20 +116,24 @@ def test_a_session_never_encodes_the_bank_and_logs_what_it_left_out(home: Path) 
     assert events.fetchone() == (1,)
 
 
-def test_a_new_model_build_copies_the_shipped_encodings_and_leaves_imports_out(home: Path) -> None:
+def test_a_new_model_build_is_encoded_whole_before_the_next_session(home: Path) -> None:
     ids = _add_extra(home)
     app.prepare_bank(app.open_home(home))
     db = open_db(home / "companion.db")
     (version,) = db.execute("SELECT DISTINCT model_version FROM story_embeddings").fetchone()
-    assert version.startswith("companion-empathy-1+")
+    assert version == model_build()
     # Pretend the stored encodings came from an older model build.
     db.execute("UPDATE story_embeddings SET model_version = 'companion-empathy-0+old'")
     result, _, _ = run_text_session(home, SAD_STORY)
     assert result.status == "completed"
     rows = {r[0] for r in db.execute(
         "SELECT story_id FROM story_embeddings WHERE model_version = ?", [version])}  # fmt: skip
-    assert len(rows) == 64 and not rows & set(ids)  # shipped copied, imports not encoded
-    assert db.execute("SELECT COUNT(*) FROM events WHERE kind = 'bank_not_encoded'").fetchone()[0]
+    # moved to the new build before the session began: shipped copied, imports encoded
+    assert len(rows) == 67 and rows >= set(ids)
+    left_out = db.execute("SELECT COUNT(*) FROM events WHERE kind = 'bank_not_encoded'")
+    assert left_out.fetchone() == (0,)
+    (moved,) = db.execute("SELECT from_models FROM model_upgrades").fetchone()
+    assert json.loads(moved) == ["companion-empathy-0+old"]
 
 
 def test_protocol_weights_change_the_chosen_story(home: Path) -> None:

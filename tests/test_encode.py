@@ -13,7 +13,8 @@ import pytest
 
 from companion.emotions import EMOTIONS
 from companion.errors import ConfigError, ModelError
-from companion.model.encode import Encoder, TextEncoding, default_model_dir, evaluate_emotions
+from companion.model.encode import Encoder, TextEncoding, default_model_dir
+from companion.model.evaluate import evaluate_emotions
 from companion.model.personalize import FAMILY_OF
 from tests.helpers.run import REPO, run_cli
 

@@ -55,6 +55,34 @@ def test_full_session_stores_every_answer(home: Path) -> None:
     assert "Robin" in output.splitlines()[0]
 
 
+def test_a_story_that_ends_itself_is_stored_whole_and_not_followed_up(home: Path) -> None:
+    story = ("The hospital rang at six to say my father could come home, so I drove over with "
+             "his slippers and a flask of tea, and that's about it really.")
+    replies = [r for r, _ in CHECKIN] + [story] + [r for r, _ in POST_STORY] + ["five"]
+    result, output, db = run_text_session(home, replies)
+    assert result.status == "completed"
+    assert stored_answers(db, result.session_id) == EXPECTED  # nothing asked was lost
+    said = db.execute("SELECT speaker, purpose, text FROM turns WHERE session_id = ? "
+                      "ORDER BY seq", [result.session_id]).fetchall()  # fmt: skip
+    purposes = [p for _, p, _ in said]
+    assert "follow_up" not in purposes  # no "anything else?" after the story ended
+    after = purposes.index("story") + 1
+    assert purposes[after] == "acknowledgement" and purposes[after + 1] != "story"
+    assert [t for s, p, t in said if p == "story"] == [story]
+
+
+def test_a_follow_up_reply_that_ends_the_story_ends_the_sharing(home: Path) -> None:
+    story = ["Our choir sang at the cathedral on Saturday for the first time in years.",
+             "My sister came all the way from Leeds to hear it, and that's my story."]
+    replies = [r for r, _ in CHECKIN] + story + [r for r, _ in POST_STORY] + ["five"]
+    result, _, db = run_text_session(home, replies)
+    assert stored_answers(db, result.session_id) == EXPECTED
+    purposes = [r[0] for r in db.execute(
+        "SELECT purpose FROM turns WHERE session_id = ? ORDER BY seq", [result.session_id])]
+    assert purposes.count("follow_up") == 1 and purposes.count("story") == 2
+    assert purposes[purposes.index("story") + 3] == "acknowledgement"
+
+
 def test_piped_cli_session_converses_turn_by_turn(home: Path) -> None:
     """A program drives `companion session --text` through a pipe, answering each question."""
     protocol = load_protocol(None)

@@ -39,6 +39,7 @@ def model() -> None:
 
 
 @model.command("eval")
+@click.argument("all_path", required=False, type=click.Path(dir_okay=False, path_type=str))
 @click.option(
     "--emotions",
     "csv_path",
@@ -63,39 +64,28 @@ def model() -> None:
 @click.option("--emotion-similarity", "metric", type=click.Choice(EMOTION_METRICS),
               help="Override the protocol's [matching] emotion_similarity.")  # fmt: skip
 @click.option("--model", "model_path", default=None, help="Model .onnx (default: the shipped one).")
-def model_eval(csv_path, matching_path, ack_path, protocol_path, semantic, emotion, metric,
-               model_path) -> None:  # fmt: skip
-    """On a labelled CSV, one JSON line: --emotions {n, top1, top3, macro_f1}; --matching
-    {n, p_at_1, p_at_5, cosine, emotion_only}; --acknowledgements {n, named_exact,
-    named_family, named_valence, named, neutral, right_exact, right_family, right_valence,
-    right_named}."""
+def model_eval(all_path, csv_path, matching_path, ack_path, protocol_path, semantic, emotion,
+               metric, model_path) -> None:  # fmt: skip
+    """On a labelled CSV: FILE alone prints all three, one JSON line each (with "eval" and
+    "model"); --emotions {n, top1, top3, macro_f1}; --matching {n, p_at_1, p_at_5, cosine,
+    emotion_only}; --acknowledgements {n, named_exact, named_family, named_valence, named,
+    neutral, right_exact, right_family, right_valence, right_named, valence_agrees,
+    valence_clash}."""
     import json
     from pathlib import Path
 
-    from companion.errors import ConfigError
-    from companion.model.encode import (
-        Encoder,
-        evaluate_acknowledgements,
-        evaluate_emotions,
-        read_emotion_csv,
-    )  # fmt: skip
-
-    given = [p for p in (csv_path, matching_path, ack_path) if p]
-    if len(given) != 1:
-        raise ConfigError(
-            "model eval: give exactly one of --emotions, --matching or --acknowledgements FILE"
-        )
-    path = Path(given[0])
-    read_emotion_csv(path)  # fail fast on a malformed file, before loading the model
-    if not matching_path:
-        encoder = Encoder.load(Path(model_path) if model_path else None)
-        evaluate = evaluate_emotions if csv_path else evaluate_acknowledgements
-        click.echo(json.dumps(evaluate(encoder, path)))
-        return
     from companion.engine.protocol import load_protocol
-    from companion.model.evaluate import evaluate_matching
+    from companion.errors import ConfigError
+    from companion.model import evaluate as ev
+    from companion.model.encode import Encoder, read_emotion_csv
     from companion.model.similarity import ScoreWeights
 
+    given = [p for p in (all_path, csv_path, matching_path, ack_path) if p]
+    if len(given) != 1:
+        raise ConfigError("model eval: give one labelled CSV: FILE (everything), or exactly one "
+                          "of --emotions, --matching or --acknowledgements FILE")  # fmt: skip
+    path = Path(given[0])
+    read_emotion_csv(path)  # fail fast on a malformed file, before loading the model
     protocol = load_protocol(Path(protocol_path) if protocol_path else None)
     weights = ScoreWeights(
         protocol.semantic_weight if semantic is None else semantic,
@@ -105,7 +95,15 @@ def model_eval(csv_path, matching_path, ack_path, protocol_path, semantic, emoti
     if weights.semantic == weights.emotion == 0:
         raise ConfigError("model eval: --semantic and --emotion must not both be 0")
     encoder = Encoder.load(Path(model_path) if model_path else None)
-    click.echo(json.dumps(evaluate_matching(encoder, path, weights)))
+    if all_path:
+        for line in ev.evaluate_all(encoder, path, weights):
+            click.echo(json.dumps(line))
+    elif csv_path:
+        click.echo(json.dumps(ev.evaluate_emotions(encoder, path)))
+    elif ack_path:
+        click.echo(json.dumps(ev.evaluate_acknowledgements(encoder, path)))
+    else:
+        click.echo(json.dumps(ev.evaluate_matching(encoder, path, weights)))
 
 
 @model.command("replay")

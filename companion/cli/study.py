@@ -247,7 +247,8 @@ def status(home, as_json) -> None:
     from companion import app
     from companion.service.status import compute_status, format_status
 
-    current = compute_status(app.open_home_readonly(home))
+    opened = app.open_home_readonly(home)
+    current = compute_status(opened, model=app.active_model(opened))
     click.echo(current.to_json() if as_json else format_status(current))
 
 

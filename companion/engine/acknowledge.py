@@ -174,11 +174,13 @@ VALENCE: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# Reflecting without naming: said when the model is not reliably right about the feeling, so
+# each phrase must fit any feeling, a loss as well as a joy (no praise, no pity).
 NEUTRAL: tuple[str, ...] = (
     "Thank you for telling me that.",
     "I'm listening. That sounds like it mattered to you.",
     "I appreciate you sharing that with me.",
-    "That's really something. Thank you for letting me hear it.",
+    "Thank you for letting me hear it.",
     "I see. It means a lot that you'd share that.",
     "Mm, I hear you.",
     "Thank you. I'm glad you told me.",
@@ -188,9 +190,9 @@ NEUTRAL: tuple[str, ...] = (
     "I can tell that stayed with you.",
     "I'm following you. Thank you for explaining.",
     "That's a lot to think about.",
-    "It's good to hear about your day like this.",
+    "Thank you for putting that into words for me.",
     "Thank you for taking the time to tell me.",
-    "I'm really glad you told me about that.",
+    "I can hear how much it meant to you.",
 )
 
 

@@ -85,8 +85,30 @@ def right(decision: Decision, truth: str) -> bool:
     return decision.level != "neutral" and decision.label == truth_at(decision.level, truth)
 
 
+# The valence an acknowledgement's words carry, by the family whose phrases it says: a joy
+# phrase is glad, a sadness, fear, anger or shame phrase is sorry; tender and anticipation
+# phrases, like the neutral ones, fit either (`engine.acknowledge`).
+PHRASE_VALENCE: dict[str, str | None] = {
+    "joy": "positive", "tender": None, "anticipation": None, "sadness": "negative",
+    "fear": "negative", "anger": "negative", "shame": "negative",
+}  # fmt: skip
+
+
+def spoken_valence(decision: Decision) -> str | None:
+    """Whether what is said for `decision` sounds glad (positive), sorry (negative) or neither."""
+    if decision.level == "neutral" or decision.label is None:
+        return None
+    if decision.level == "valence":
+        return decision.label
+    family = family_of(decision.label) if decision.level == "exact" else decision.label
+    return PHRASE_VALENCE.get(family or "")
+
+
 def score(decisions: Sequence[Decision], truths: Sequence[str]) -> dict[str, float | int | None]:
-    """The fractions `model eval --acknowledgements` prints; precision at the level named."""
+    """The fractions `model eval --acknowledgements` prints; precision at the level named;
+    `valence_agrees`: of the acknowledgements that sound glad or sorry, for stories whose
+    feeling is pleasant or painful, the share that fits the story's valence; `valence_clash`:
+    the share of all stories acknowledged with the opposite valence."""
     n = len(decisions)
     hits = {level: [right(d, t) for d, t in zip(decisions, truths, strict=True) if d.level == level]
             for level in LEVELS}  # fmt: skip
@@ -103,6 +125,11 @@ def score(decisions: Sequence[Decision], truths: Sequence[str]) -> dict[str, flo
     for level in LEVELS:
         out[f"right_{level}"] = frac(sum(hits[level]), len(hits[level]))
     out["right_named"] = frac(sum(sum(h) for h in hits.values()), named)
+    pairs = [(spoken_valence(d), valence_of(t)) for d, t in zip(decisions, truths, strict=True)]
+    pairs = [(said, felt) for said, felt in pairs if said and felt]
+    clash = sum(said != felt for said, felt in pairs)
+    out["valence_agrees"] = frac(len(pairs) - clash, len(pairs))
+    out["valence_clash"] = frac(clash, n) or 0.0
     return out
 
 

@@ -309,3 +309,39 @@ def is_done(text: str) -> bool:
     ignored = {"um", "uh", "well", "oh", "okay", "ok", "really", "i", "think", "guess", "so"}
     tokens = [t for t in normalize(text) if t not in ignored]
     return _phrase(tokens) in DONE_PHRASES
+
+
+# How people end a story they have told ("... and that's about it"): said last, after the
+# story itself. Written without apostrophes: a recogniser often drops them.
+CLOSINGS = frozenset(
+    {
+        "thats all", "thats it", "thats about it", "thats about all", "thats pretty much it",
+        "thats pretty much all", "thats everything", "thats my story", "thats the story",
+        "thats the whole story", "thats all there is", "thats all there is to it",
+        "thats all i have", "thats all ive got", "thats all i wanted to say",
+        "thats all i can think of", "thats all for today", "thats it for today",
+        "thats what happened", "im done", "im finished", "the end", "end of story",
+        "nothing more to say", "nothing else to say", "nothing else really", "that is all",
+        "that is it",
+    }
+)  # fmt: skip
+# Said after a closing without reopening the story ("that's my story really", "... yeah").
+_AFTER_CLOSING = frozenset(
+    {"really", "yeah", "yes", "i", "guess", "think", "suppose", "so", "um", "uh", "anyway",
+     "then", "now", "honestly", "basically", "ok", "okay", "right"}
+)  # fmt: skip
+_LONGEST_CLOSING = max(len(c.split()) for c in CLOSINGS)
+
+
+def ends_story(text: str) -> bool:
+    """Does the reply end the way people end a story ("... and that's all")? True for a bare
+    done-phrase too; False where the phrase goes on ("that's all I could think about")."""
+    if is_done(text):
+        return True
+    tokens = [t.replace("'", "") for t in normalize(text)]
+    while tokens and tokens[-1] in _AFTER_CLOSING:
+        tokens.pop()
+    return any(
+        _phrase(tokens[-n:]) in CLOSINGS
+        for n in range(1, min(_LONGEST_CLOSING, len(tokens)) + 1)
+    )

@@ -284,7 +284,10 @@ class SessionRun:
             return ""
         parts = [first]
         follow_ups = self.protocol.follow_ups
-        for _ in range(self.protocol.follow_up_turns):
+        # A story that ends the way people end one ("... and that's all") is whole: no more
+        # follow-up questions, only the acknowledgement.
+        closed = answers.ends_story(first)
+        for _ in range(0 if closed else self.protocol.follow_up_turns):
             ack = self.acknowledge(" ".join(parts))
             question = self.fill(self.memory.choose(follow_ups)) if follow_ups else ""
             self.say(f"{ack} {question}".strip(), "follow_up")
@@ -294,7 +297,10 @@ class SessionRun:
             if not reply or answers.is_done(reply):
                 return " ".join(parts)
             parts.append(reply)
-        if follow_ups and self.protocol.follow_up_turns:
+            if answers.ends_story(reply):
+                closed = True
+                break
+        if self.protocol.follow_up_turns and (closed or follow_ups):
             self.say(self.acknowledge(" ".join(parts)), "acknowledgement")
         return " ".join(parts)
 

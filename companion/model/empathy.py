@@ -26,6 +26,7 @@ from companion.engine.stories import Story, unheard_stories
 from companion.model import personalize
 from companion.model.bank import (  # noqa: F401  (re-exported: scripts and tests use them here)
     TAG_WEIGHT,
+    BankEncodings,
     CachedEncoder,
     bank_cache_path,
     shipped_encodings,
@@ -34,7 +35,8 @@ from companion.model.bank import (  # noqa: F401  (re-exported: scripts and test
     write_bank_cache,
 )
 from companion.model.encode import Encoder
-from companion.model.similarity import ScoreWeights, score
+from companion.model.similarity import Scores, ScoreWeights, score
+from companion.store import upgrades
 from companion.store.db import log_event, transaction
 from companion.store.queries import heard_story_ids, post_story_rating
 
@@ -61,14 +63,29 @@ def load_state(db: sqlite_utils.Database, participant_id: str) -> personalize.Pr
 
 
 def save_state(
-    db: sqlite_utils.Database, participant_id: str, state: personalize.PreferenceState
-) -> None:
+    db: sqlite_utils.Database, participant_id: str, state: personalize.PreferenceState,
+    model_version: str,
+) -> None:  # fmt: skip
+    """Store the participant's model with the model version whose features it learned from."""
     db.execute(
-        "INSERT INTO participant_models (participant_id, state, n, updated_at) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT(participant_id) DO UPDATE SET state = excluded.state, n = excluded.n, "
-        "updated_at = excluded.updated_at",
-        [participant_id, state.to_json(), state.n, iso(utc_now())],
+        "INSERT INTO participant_models (participant_id, state, n, updated_at, model_version) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT(participant_id) DO UPDATE SET state = excluded.state, "
+        "n = excluded.n, updated_at = excluded.updated_at, model_version = excluded.model_version",
+        [participant_id, state.to_json(), state.n, iso(utc_now()), model_version],
     )
+
+
+# No story told: the match is made on this neutral query (the preference model still ranks).
+NEUTRAL_QUERY = "a day in my life"
+
+
+def candidate_features(
+    encoder: CachedEncoder, weights: ScoreWeights, query: str, bank: BankEncodings
+) -> tuple[Scores, np.ndarray]:
+    """The match scores of the bank's stories for what the participant told, and their
+    preference features (one definition: the ranking and a model upgrade's re-fit)."""
+    scores = score(encoder.encode(query or NEUTRAL_QUERY), bank.embeddings, bank.emotions, weights)
+    return scores, personalize.story_features(scores.total, bank.emotions, bank.words)
 
 
 class EmpathicMatcher:
@@ -108,10 +125,7 @@ class EmpathicMatcher:
             )  # fmt: skip
         if not bank.stories:
             return LexicalMatcher().rank(query, candidates)
-        # No story told: match on a neutral query (the preference model still ranks).
-        q = self.encoder.encode(query or "a day in my life")
-        scores = score(q, bank.embeddings, bank.emotions, self.weights)
-        features = personalize.story_features(scores.total, bank.emotions, bank.words)
+        scores, features = candidate_features(self.encoder, self.weights, query, bank)
         value, bonus = personalize.values(self.state, features, self.seed)
         order = np.lexsort((np.arange(len(value)), -value))
 
@@ -206,7 +220,7 @@ class EmpathicChooser(StoryChooser):
             return None
         with transaction(db):
             state = personalize.update(load_state(db, participant_id), features, rating)
-            save_state(db, participant_id, state)
+            save_state(db, participant_id, state, self.encoder.version)
             db.execute(
                 "UPDATE story_exposures SET learned_rating = ? WHERE id = ?", [rating, row[0]]
             )
@@ -230,15 +244,21 @@ def replay_participant(
 ) -> ReplayReport:
     """Recompute the participant's model from the logged exposures and ratings; compare."""
     log_rows = db.execute(
-        "SELECT e.session_id, e.components, e.learned_rating FROM story_exposures e "
+        "SELECT e.id, e.session_id, e.components, e.learned_rating FROM story_exposures e "
         "JOIN sessions s ON s.id = e.session_id WHERE s.participant_id = ? "
         "AND e.learned_rating IS NOT NULL ORDER BY e.id",
         [participant_id],
     ).fetchall()
+    # Exposures from before a model upgrade are replayed with the features the upgrade
+    # re-computed under the model the stored state was re-fitted on.
+    row = db.execute(
+        "SELECT model_version FROM participant_models WHERE participant_id = ?", [participant_id]
+    ).fetchone()
+    refitted = upgrades.exposure_features(db, row[0]) if row and row[0] else {}
     pairs = []
     mismatches = 0
-    for session_id, components, learned in log_rows:
-        features = json.loads(components)["features"]
+    for exposure_id, session_id, components, learned in log_rows:
+        features = refitted.get(exposure_id) or json.loads(components)["features"]
         if len(features) != personalize.N_FEATURES:
             continue  # logged under an older feature set, which the current model ignores
         if post_story_rating(db, session_id, instruments) != learned:

@@ -81,7 +81,7 @@ def _read_sidecar(model_path: Path) -> dict:
     if sha256_file(model_path) != expected:
         raise ModelError(f"{model_path} does not match the sha256 in {sidecar.name}; reinstall it")
     tok = meta.get("tokenizer", {})
-    tok_path = model_path.with_name(str(tok.get("file", "")))
+    tok_path = model_path.with_name(str(tok.get("file") or "missing"))
     if not tok.get("file") or not tok_path.is_file():
         raise ModelError(f"tokenizer named in {sidecar} not found next to the model")
     if sha256_file(tok_path) != tok.get("sha256"):
@@ -205,44 +205,6 @@ class Encoder:
         # One call per text on purpose: int8 dynamic quantisation scales activations per batch,
         # so batching different texts together would make results depend on their neighbours.
         return [self.encode(t) for t in texts]
-
-
-def evaluate_emotions(encoder: Encoder, csv_path: Path) -> dict[str, float | int]:
-    """Top-1/top-3 accuracy and macro-F1 on a CSV with columns label (1..32, EMOTIONS order),
-    content. Raises ConfigError naming the file and line for malformed rows."""
-    labels, texts = read_emotion_csv(Path(csv_path))
-    probs = np.stack([e.emotions for e in encoder.encode_many(texts)])
-    y = np.asarray(labels)
-    order = np.argsort(-probs, axis=1)
-    f1 = []
-    for c in range(len(EMOTIONS)):
-        if not np.any(y == c) and not np.any(order[:, 0] == c):
-            continue  # class absent from both truth and predictions: leave it out of the mean
-        tp = np.sum((order[:, 0] == c) & (y == c))
-        f1.append(2 * tp / (np.sum(order[:, 0] == c) + np.sum(y == c)))
-    return {
-        "n": len(y),
-        "top1": round(float(np.mean(order[:, 0] == y)), 4),
-        "top3": round(float(np.mean((order[:, :3] == y[:, None]).any(1))), 4),
-        "macro_f1": round(float(np.mean(f1)), 4),
-    }
-
-
-def evaluate_acknowledgements(
-    encoder: Encoder, csv_path: Path, rule: dict | None = None
-) -> dict[str, float | int | None]:
-    """How the acknowledgement rule (default: the shipped one) names feelings on a labelled CSV
-    (same format as `evaluate_emotions`): fractions named exactly, by family, by valence and not
-    at all, and the precision of each at the level named (`engine.ackrule.score`)."""
-    from companion.engine.ackrule import decide, load_rule, score
-
-    labels, texts = read_emotion_csv(Path(csv_path))
-    rule = load_rule() if rule is None else rule
-    decisions = []
-    for encoding in encoder.encode_many(texts):
-        probs = {name: float(p) for name, p in zip(EMOTIONS, encoding.emotions, strict=True)}
-        decisions.append(decide(rule, probs))
-    return score(decisions, [EMOTIONS[i] for i in labels])
 
 
 def read_emotion_csv(path: Path) -> tuple[list[int], list[str]]:

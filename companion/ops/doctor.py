@@ -110,23 +110,59 @@ def _sidecar_ok(model: Path) -> Finding:
         return Finding("encoder-model", "fail", f"{sidecar} missing or has no sha256")
     if sha256_file(model) != expected:
         return Finding("encoder-model", "fail", f"{model} does not match its sha256; reinstall")
-    return Finding("encoder-model", "ok", f"{model.name} sha256 verified")
+    from companion.model.encode import model_build
+
+    try:
+        active = model_build(model)
+    except CompanionError as exc:
+        return Finding("encoder-model", "fail", str(exc))
+    return Finding("encoder-model", "ok", f"active {active} ({model.name}), sha256 verified")
+
+
+def check_model_upgrade(home: Home, active: str) -> Finding | None:
+    """Whether the home's stored encodings come from the active model (None: no database yet,
+    or one not migrated yet, which the database check reports)."""
+    from companion.store import upgrades
+
+    try:
+        with ReadOnly(home.db_path) as reader:
+            if schema_version(reader.db) < SCHEMA_VERSION:
+                return None
+            earlier, stale = upgrades.pending(reader.db, active)
+            last = upgrades.last_upgrade(reader.db)
+    except (sqlite3.DatabaseError, CompanionError):
+        return None
+    if earlier or stale:
+        return Finding("model-upgrade", "warn", f"this home was encoded by {', '.join(earlier)}; "
+                       f"the next start moves it to {active} before any session")  # fmt: skip
+    if last is not None:
+        return Finding("model-upgrade", "ok", f"moved from {', '.join(last['from_models'])} to "
+                       f"{last['to_model']} at {last['finished_at']}")  # fmt: skip
+    return Finding("model-upgrade", "ok", f"every stored encoding is by {active}")
+
+
+def _active_path(home: Home, config: Config) -> Path:
+    """The model file sessions load: config.toml's `model`, else the newest shipped one."""
+    from companion.model import encode
+
+    if config.model:
+        path = Path(config.model).expanduser()
+        return path if path.is_absolute() else home.path / path
+    return encode.resolve_model(None)
 
 
 def check_models(home: Home, config: Config, protocol: Protocol | None = None) -> list[Finding]:
     out = []
-    if config.model:
-        path = Path(config.model).expanduser()
-        out.append(_sidecar_ok(path if path.is_absolute() else home.path / path))
-    else:
-        from companion.model import encode
+    try:
+        out.append(_sidecar_ok(_active_path(home, config)))
+    except CompanionError as exc:
+        out.append(Finding("encoder-model", "fail", str(exc)))
+    if out[-1].ok and home.db_path.is_file():
+        from companion.model.encode import model_build
 
-        try:
-            folder = encode.default_model_dir()
-            newest = max(folder.glob(encode.MODEL_GLOB), key=encode._version_key)
-            out.append(_sidecar_ok(newest))
-        except CompanionError as exc:
-            out.append(Finding("encoder-model", "fail", str(exc)))
+        upgrade = check_model_upgrade(home, model_build(_active_path(home, config)))
+        if upgrade is not None:
+            out.append(upgrade)
     out.append(_asr_finding(home, config))
     if out[-1].ok and protocol is not None:
         out.append(check_vocabulary(home, config, protocol))

@@ -14,7 +14,7 @@ from companion import clock, files
 from companion.clock import utc_now
 from companion.engine.context import Opened
 from companion.service import schedule, slots
-from companion.store import queries
+from companion.store import queries, upgrades
 from companion.store.adherence import adherence as count_adherence
 
 
@@ -36,6 +36,9 @@ class Status:
     last_session: dict[str, Any] | None
     adherence: dict[str, int]
     warnings: tuple[str, ...]
+    # The on-device model: the active build (None: unavailable), the builds the home's
+    # encodings come from, whether a move to the active one is still due, the last move.
+    model: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -53,7 +56,9 @@ def compute_status(
     now: datetime | None = None,
     free_bytes: Callable[[Path], int] = files.free_bytes,
     audio: Callable[[], str | None] = audio_problem,
+    model: str | None = None,
 ) -> Status:
+    """`model`: the active model build (the wiring reads it from the sidecar), or None."""
     now = now or utc_now()
     db, cfg, person = opened.db, opened.protocol.schedule, opened.participant
     tz = ZoneInfo(person.timezone)
@@ -120,6 +125,12 @@ def compute_status(
     if free < cfg.min_free_mb * 1024 * 1024:
         warnings.append(f"disk: {free // 2**20} MB free, sessions need {cfg.min_free_mb} MB")
     columns = ("id", "kind", "status", "reason", "started_at", "ended_at")
+    model_view = {
+        "active": model,
+        "encoded_by": upgrades.models_in_use(db),
+        "upgrade_due": model is not None and any(upgrades.pending(db, model)),
+        "last_upgrade": upgrades.last_upgrade(db),
+    }
     return Status(
         participant=person.id,
         now=now.astimezone(tz).isoformat(timespec="seconds"),
@@ -130,6 +141,7 @@ def compute_status(
         last_session=dict(zip(columns, last, strict=True)) if last else None,
         adherence=adherence,
         warnings=tuple(warnings),
+        model=model_view,
     )
 
 
@@ -157,5 +169,16 @@ def format_status(st: Status) -> str:
         f"{a['days_held']}, interrupted {a['days_interrupted']}, missed {a['days_missed']}, "
         f"no record {a['days_no_record']}"
     )
+    if st.model is not None:
+        m = st.model
+        active = m["active"] or "unavailable (sessions match stories by words)"
+        line = f"model: {active}"
+        if m["upgrade_due"]:
+            line += (f"; this home was encoded by {', '.join(m['encoded_by']) or 'none'}: it is "
+                     "moved to the active model at the next start, before any session")
+        elif m["last_upgrade"]:
+            u = m["last_upgrade"]
+            line += f"; moved from {', '.join(u['from_models'])} at {u['finished_at']}"
+        lines.append(line)
     lines += [f"warning: {w}" for w in st.warnings]
     return "\n".join(lines)

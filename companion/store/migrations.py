@@ -190,11 +190,41 @@ def _v4_invitations_protocols(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX invitations_slot ON invitations(slot_key)")
 
 
+def _v5_model_upgrades(db: sqlite_utils.Database) -> None:
+    # A new on-device model re-encodes what sessions read before any session runs under it
+    # (`model.upgrade`): each preference model records the model whose features it learned
+    # from (NULL: learned before this migration, by companion-empathy-1), each exposure's
+    # features are kept per model, and each upgrade is recorded.
+    db.execute("ALTER TABLE participant_models ADD COLUMN model_version TEXT")
+    db.execute(
+        """CREATE TABLE exposure_features (
+            exposure_id INTEGER NOT NULL REFERENCES story_exposures(id),
+            model_version TEXT NOT NULL,
+            features TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (exposure_id, model_version)
+        )"""
+    )
+    db.execute(
+        """CREATE TABLE model_upgrades (
+            id INTEGER PRIMARY KEY,
+            from_models TEXT NOT NULL,
+            to_model TEXT NOT NULL,
+            stories INTEGER,
+            participants INTEGER,
+            started_at TEXT NOT NULL,
+            finished_at TEXT
+        )"""
+    )
+
+
 # (version, description, function). Append only; never edit a released migration.
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite_utils.Database], None]]] = [
     (1, "core study tables", _v1_core),
     (2, "free-text answers, answer status, audio paths, match components, indexes", _v2_details),
     (3, "model: story embeddings, participant preference models, learned ratings", _v3_model),
     (4, "invitation attempts as a table (from events), protocols used", _v4_invitations_protocols),
+    (5, "model upgrades: the model of each preference model, exposure features per model",
+     _v5_model_upgrades),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -169,7 +169,25 @@ _TABLES = (
         _c("state", T, "JSON: the preference model's state"),
         _c("n", INT, "Number of ratings learned"),
         _c("updated_at", T, f"Last update; {UTC_TS}"),
+        _c("model_version", T, "Model whose features the state was learned from (empty: "
+                               "learned before schema v5, by companion-empathy-1)"),
     ), key=("participant_id",)),
+    Table("exposure_features", "Each rated exposure's preference features, per model", (
+        _c("exposure_id", INT, "story_exposures.id"),
+        _c("model_version", T, "Model that computed the features (re-encoded at an upgrade)"),
+        _c("features", T, "JSON: the preference model's features of the exposed story"),
+        _c("created_at", T, f"When they were computed; {UTC_TS}"),
+    ), key=("exposure_id", "model_version")),
+    Table("model_upgrades", "Each move of this device to another on-device model", (
+        _c("id", INT, "Upgrade id, unique within one device"),
+        _c("from_models", T, "JSON list: the models the home's encodings came from before"),
+        _c("to_model", T, "The model now active"),
+        _c("stories", INT, "Bank stories encoded for the new model"),
+        _c("participants", INT, "Preference models re-fitted on the new model's features"),
+        _c("started_at", T, f"When the upgrade began; {UTC_TS}"),
+        _c("finished_at", T, f"When it finished (empty: interrupted, redone at the next start); "
+                             f"{UTC_TS}"),
+    )),
     Table("schema_migrations", "Migrations applied to this database", (
         _c("version", INT, "Schema version"),
         _c("description", T, "What the migration changed"),
