@@ -63,6 +63,8 @@ def main() -> None:
     ap.add_argument("--model", type=Path, default=None, help="default: the newest shipped model")
     ap.add_argument("--rule-folds", type=int, default=5, help="folds of the rule's own CV")
     ap.add_argument("--precision", type=float, default=0.92, help="goal: right when named")
+    ap.add_argument("--spare", type=float, default=ackfit.SPARE,
+                    help="share of the stories the rule may leave unnamed to name more specifically")
     ap.add_argument("--scratch", type=Path, default=HERE / ".build")
     ap.add_argument("--out", type=Path, default=RULE_PATH)
     args = ap.parse_args()
@@ -79,7 +81,7 @@ def main() -> None:
                         strict=True):  # fmt: skip
             fold_of[i] = f
     held_out, rules, per_fold = ackfit.cross_validate(
-        rows, labels, fold_of, lambda r, t: ackfit.calibrate(r, t, args.precision)
+        rows, labels, fold_of, lambda r, t: ackfit.calibrate(r, t, args.precision, args.spare)
     )
     for k, (scores, rule) in enumerate(zip(per_fold, rules, strict=True)):
         cuts = {key: rule[key] for key in ("target", *ackrule.LEVELS, "family_late")}
@@ -91,7 +93,7 @@ def main() -> None:
         idx = [i for i, k in enumerate(kinds) if k == kind]
         by_kind[kind] = ackrule.score([held_out[i] for i in idx], [labels[i] for i in idx])
         print(json.dumps({"fold": "all", "data": kind, **by_kind[kind]}))
-    final = ackfit.calibrate(rows, labels, args.precision)
+    final = ackfit.calibrate(rows, labels, args.precision, args.spare)
     final.update(
         model_sha256=sidecar["sha256"],
         model=sidecar["file"],

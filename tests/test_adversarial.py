@@ -116,7 +116,7 @@ BAD_PROTOCOLS: dict[str, str | bytes] = {
     "semantic-inf": protocol_text("semantic = 0.4", "semantic = inf"),
     "semantic-negative": protocol_text("semantic = 0.4", "semantic = -0.5"),
     "semantic-2": protocol_text("semantic = 0.4", "semantic = 2"),
-    "weights-zero": protocol_text("semantic = 0.4\nemotion = 0.6", "semantic = 0\nemotion = 0"),
+    "weights-zero": protocol_text("semantic = 0.2\nemotion = 0.8", "semantic = 0\nemotion = 0"),
     "emotion-similarity-unknown": protocol_text('# emotion_similarity = "agreement"',
                                                 'emotion_similarity = "cosine"'),  # fmt: skip
     "format-spec": protocol_text("Hello {name}, it's", "Hello {name:d}, it's"),

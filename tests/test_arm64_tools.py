@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from companion.model.encode import model_build
+from companion.model.encode import model_build, resolve_model
 
 REPO = Path(__file__).resolve().parent.parent
 ARM64 = REPO / "deploy" / "arm64"
@@ -58,13 +58,14 @@ def _tree(tmp_path: Path) -> Path:
     return src
 
 
-def _candidate(tmp_path: Path, version: int = 2) -> Path:
+def _candidate(tmp_path: Path, version: int = 3) -> Path:
     """The shipped model under a new name and version, as issue 13's candidate would come."""
     cand = tmp_path / "candidate"
     cand.mkdir()
-    meta = json.loads((REPO / "models" / "companion-empathy-1.onnx.json").read_text())
+    shipped = resolve_model()
+    meta = json.loads(Path(f"{shipped}.json").read_text())
     onnx = cand / f"companion-empathy-{version}.onnx"
-    shutil.copy(REPO / "models" / "companion-empathy-1.onnx", onnx)
+    shutil.copy(shipped, onnx)
     tok = f"companion-empathy-{version}.tokenizer.json"
     shutil.copy(REPO / "models" / meta["tokenizer"]["file"], cand / tok)
     meta["tokenizer"]["file"] = tok
@@ -75,7 +76,7 @@ def _candidate(tmp_path: Path, version: int = 2) -> Path:
 
 def test_swap_model_ships_the_candidate_and_keeps_the_rest(tmp_path):
     src, cand = _tree(tmp_path), _candidate(tmp_path)
-    onnx = cand / "companion-empathy-2.onnx"
+    onnx = cand / "companion-empathy-3.onnx"
     done = run(sys.executable, ARM64 / "swap_model.py", onnx, src)
     assert done.returncode == 0, done.stderr
     include = tomllib.loads((src / "pyproject.toml").read_text())["tool"]["hatch"]["build"][
@@ -84,23 +85,23 @@ def test_swap_model_ships_the_candidate_and_keeps_the_rest(tmp_path):
     models = {k: v for k, v in include.items() if "companion-empathy" in k}
     assert models == {
         f"models/{n}": f"companion/_models/{n}"
-        for n in ("companion-empathy-2.onnx", "companion-empathy-2.onnx.json",
-                  "companion-empathy-2.tokenizer.json")
+        for n in ("companion-empathy-3.onnx", "companion-empathy-3.onnx.json",
+                  "companion-empathy-3.tokenizer.json")
     }  # fmt: skip
     assert "models/NOTICE" in include and "models/LICENSE-all-MiniLM-L6-v2" in include
     # The copied model verifies against its own sidecar, under the candidate's build id.
-    assert model_build(src / "models" / "companion-empathy-2.onnx").startswith(
-        "companion-empathy-2+"
+    assert model_build(src / "models" / "companion-empathy-3.onnx").startswith(
+        "companion-empathy-3+"
     )
 
 
 def test_swap_model_names_a_missing_tokenizer(tmp_path):
     src, cand = _tree(tmp_path), _candidate(tmp_path)
-    (cand / "companion-empathy-2.tokenizer.json").unlink()
+    (cand / "companion-empathy-3.tokenizer.json").unlink()
     before = (src / "pyproject.toml").read_text()
-    done = run(sys.executable, ARM64 / "swap_model.py", cand / "companion-empathy-2.onnx", src)
+    done = run(sys.executable, ARM64 / "swap_model.py", cand / "companion-empathy-3.onnx", src)
     assert done.returncode == 1
-    assert "companion-empathy-2.tokenizer.json not found" in done.stderr
+    assert "companion-empathy-3.tokenizer.json not found" in done.stderr
     assert (src / "pyproject.toml").read_text() == before
 
 

@@ -39,8 +39,8 @@ def test_session_uses_the_model_and_logs_components(home: Path) -> None:
     assert {"match", "semantic", "emotion", "bonus", "features", "query_emotion",
             "model_version"} <= set(parts)  # fmt: skip
     assert 0.0 < parts["emotion"] <= 1.0 and -1.0 <= parts["semantic"] <= 1.0
-    assert abs(parts["match"] - (0.4 * parts["semantic"] + 0.6 * parts["emotion"])) < 1e-4
-    assert parts["weights"] == [0.4, 0.6] and parts["emotion_similarity"] == "agreement"
+    assert abs(parts["match"] - (0.2 * parts["semantic"] + 0.8 * parts["emotion"])) < 1e-4
+    assert parts["weights"] == [0.2, 0.8] and parts["emotion_similarity"] == "agreement"
     # the logged score is the value the story was ranked on: 3 + 2.5 x match + bonus (no ratings)
     assert abs(match_score - (3.0 + 2.5 * parts["match"] + parts["bonus"])) < 1e-4
     # the participant's grief is recognised and acknowledged as grief (by the calibrated rule:

@@ -38,7 +38,7 @@ def model_copy(tmp_path: Path) -> Path:
 
 
 def test_default_model_loads_with_verified_checksum(encoder: Encoder) -> None:
-    assert encoder.version == "companion-empathy-1"
+    assert encoder.version == "companion-empathy-2"
     assert encoder.meta["labels"] == list(EMOTIONS)
     assert len(encoder.meta["sha256"]) == 64
 
@@ -197,7 +197,7 @@ def test_evaluate_matching_cli_weights_and_baselines(tmp_path: Path) -> None:
     out = run_cli("model", "eval", "--matching", str(csv_path))
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
-    assert result["n"] == 6 and result["weights"] == {"semantic": 0.4, "emotion": 0.6}
+    assert result["n"] == 6 and result["weights"] == {"semantic": 0.2, "emotion": 0.8}
     assert result["emotion_similarity"] == "agreement"
     assert set(result["cosine"]) == set(result["emotion_only"]) == {"p_at_1", "p_at_5"}
     assert result["p_at_1"] >= 0.5  # pairs of clearly same-feeling stories
@@ -209,3 +209,26 @@ def test_evaluate_matching_cli_weights_and_baselines(tmp_path: Path) -> None:
     assert old["emotion_similarity"] == "bhattacharyya" and old["weights"] == result["weights"]
     both = run_cli("model", "eval", "--matching", str(csv_path), "--emotions", str(csv_path))
     assert both.returncode == 2 and "one of --emotions" in both.stderr
+
+
+def test_model_eval_of_a_file_prints_every_evaluation_once_each(tmp_path: Path) -> None:
+    """One encoding of the file; the three lines keep the field names of the single options,
+    so numbers from older models stay comparable."""
+    label = {name: str(i + 1) for i, name in enumerate(EMOTIONS)}
+    rows = [
+        (label["sad"], "The vet said there was nothing more to do for our old spaniel."),
+        (label["sad"], "My pen friend of forty years stopped writing and I found out why."),
+        (label["proud"], "My nephew passed his driving test on the first go after I taught him."),
+        (label["proud"], "The kitchen cabinet I built from scrap wood finally has its doors on."),
+    ]
+    csv_path = write_csv(tmp_path / "all.csv", rows)
+    out = run_cli("model", "eval", str(csv_path))
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [line["eval"] for line in lines] == ["emotions", "matching", "acknowledgements"]
+    assert {line["model"] for line in lines} == {Encoder.load().version}
+    singles = {"emotions": "--emotions", "matching": "--matching",
+               "acknowledgements": "--acknowledgements"}  # fmt: skip
+    for line in lines:
+        alone = json.loads(run_cli("model", "eval", singles[line["eval"]], str(csv_path)).stdout)
+        assert {k: v for k, v in line.items() if k not in ("eval", "model")} == alone

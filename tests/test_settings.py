@@ -268,7 +268,7 @@ def test_follow_ups_are_filled_with_the_name(home: Path, tmp_path: Path) -> None
         ("version = 1", "version = 0", "protocol.version"),
         ("story_max_seconds = 180", "story_max_seconds = 2", "protocol.story_max_seconds"),
         ("semantic = 0.4", "semantic = 1.5", "matching.semantic"),
-        ("semantic = 0.4\nemotion = 0.6", "semantic = 0\nemotion = 0", "matching.semantic"),
+        ("semantic = 0.2\nemotion = 0.8", "semantic = 0\nemotion = 0", "matching.semantic"),
         ("emotion = 0.6", "emotion = -0.1", "matching.emotion"),
         ('sessions = ["daily", "enrolment", "exit"]', "sessions = []", "instruments.mood.sessions"),
         ("keep_audio = false", 'keep_audio = "no"', "protocol.keep_audio"),

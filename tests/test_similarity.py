@@ -85,7 +85,7 @@ def test_rank_orders_best_first_and_respects_exclusion() -> None:
     totals = [t for _, t, _ in ranked]
     assert totals == sorted(totals, reverse=True) and len(ranked) == 200
     idx, total, parts = ranked[5]
-    assert total == pytest.approx(0.4 * parts["semantic"] + 0.6 * parts["emotion"], abs=1e-6)
+    assert total == pytest.approx(0.2 * parts["semantic"] + 0.8 * parts["emotion"], abs=1e-6)
     mask = np.zeros(200, bool)
     mask[[10, ranked[1][0]]] = True
     top = rank(query, emb, emo, ScoreWeights(), exclude_mask=mask, top_k=3)

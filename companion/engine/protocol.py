@@ -95,9 +95,10 @@ class Protocol:
     follow_up_turns: int = 2
     # Longest story turn in voice mode, in seconds (5..1800): the only story-length knob.
     story_max_seconds: float = 180.0
-    # [matching] weights of the empathic match score, each 0..1, not both 0.
-    semantic_weight: float = 0.4
-    emotion_weight: float = 0.6
+    # [matching] weights of the empathic match score, each 0..1, not both 0 (fitted for
+    # companion-empathy-2: models/fit_matching.py).
+    semantic_weight: float = 0.2
+    emotion_weight: float = 0.8
     # [matching] how the emotion distributions are compared: "agreement" (the chance both name
     # the same emotion), "bhattacharyya" (before 2026-11-30) or "js".
     emotion_similarity: EmotionMetric = "agreement"

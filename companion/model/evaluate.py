@@ -61,12 +61,13 @@ def acknowledgement_metrics(
 
 
 def precision_at(scores: np.ndarray, labels: np.ndarray, ks: tuple[int, ...]) -> dict[str, float]:
-    """scores (n, n): row i ranks every column j != i; P@k = share of top k with i's label."""
+    """scores (n, n): row i ranks every column j != i; P@k = share of top k with i's label
+    (of the n - 1 others when there are fewer than k)."""
     s = np.array(scores, np.float64)
     np.fill_diagonal(s, -np.inf)
     n = len(labels)
     out = {}
-    kmax = max(ks)
+    kmax = max(1, min(max(ks), n - 1))
     hits = np.zeros((n, kmax), bool)
     for i in range(n):
         # ties break by lower index, as the chooser's ranking does

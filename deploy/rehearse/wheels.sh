@@ -87,7 +87,8 @@ PY
 }
 broken_model() {
   with_migration "$1"
-  local sidecar="$1/models/companion-empathy-1.onnx.json"
+  local sidecar
+  sidecar="$(ls "$1"/models/companion-empathy-*.onnx.json | sort -V | tail -1)"
   $py - "$sidecar" <<'PY'
 import json, sys
 meta = json.load(open(sys.argv[1]))

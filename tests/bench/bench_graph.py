@@ -6,9 +6,9 @@ fidelity to the fp32 build (embedding cosine, emotion top-1 agreement) over 300 
         [--previous OLD.onnx]   # an earlier build (its sidecar beside it), timed in the same runs
 
 An earlier build from git: `git show REV:models/companion-empathy-1.onnx > /tmp/old.onnx` and
-the same for `companion-empathy-1.onnx.json` to `/tmp/old.onnx.json`.
+the same for its `.onnx.json` to `/tmp/old.onnx.json`.
 
-Needs the build extra and the fp32 build models/.build/companion-empathy-1.fp32.onnx (written by
+Needs the build extra and the fp32 build models/.build/<name>.fp32.onnx (written by
 models/build.py; models/optimize.py makes the other variants in a temporary directory).
 Without --data the 300 texts are the shipped bank's sentences.
 """

@@ -1,6 +1,7 @@
 """Benchmark the on-device model: fp32 vs int8 latency, fidelity, size, matching, memory.
 
     .venv/bin/python tests/bench/bench_model.py [--data situations.csv] [--record]
+        [--previous OLD.onnx]   # an earlier build (its sidecar beside it), timed interleaved
 
 fp32 numbers need the build scratch models/.build/<name>.fp32.onnx (from models/build.py).
 --record writes the numbers into the sidecar's metrics.benchmark (the model file is unchanged).
@@ -91,6 +92,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, help="CSV (label,content) for the fp32/int8 cosine")
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--record", action="store_true", help="write numbers into the sidecar")
+    ap.add_argument("--previous", type=Path, help="an earlier int8 build, timed in the same runs")
     args = ap.parse_args()
 
     enc = Encoder.load()
@@ -103,6 +105,8 @@ def main() -> None:
     print(res["cpu"])
     res["load_avg_1min"] = os.getloadavg()[0]
     sessions = {"int8": int8} if fp32 is None else {"int8": int8, "fp32": fp32}
+    if args.previous:
+        sessions["previous"] = session(args.previous)
     for n in (15, 40, 128):
         res.update(latency_ms(sessions, n, args.runs))
         if fp32 is not None:

@@ -116,7 +116,9 @@ def macs_per_call(tokens: int) -> tuple[float, float, str]:
     try:
         import onnx
 
-        graph = onnx.load(str(REPO / "models" / "companion-empathy-1.onnx")).graph
+        from companion.model.encode import resolve_model
+
+        graph = onnx.load(str(resolve_model())).graph
         shapes = {i.name: tuple(i.dims) for i in graph.initializer}
         per_token = sum(
             shapes[i][0] * shapes[i][1]

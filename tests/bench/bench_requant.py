@@ -14,7 +14,7 @@ tracks the emulated arm64: min 0.9917 vs 0.9923, mean 0.99971 vs 0.99970).
 
     .venv/bin/python tests/bench/bench_requant.py [--data situations.csv]
 
-Needs the build extra and the fp32 build models/.build/companion-empathy-1.fp32.onnx.
+Needs the build extra and the fp32 build models/.build/<name>.fp32.onnx.
 """
 
 from __future__ import annotations
