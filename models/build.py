@@ -41,7 +41,7 @@ WINDOW = 128  # tokens per encoder window, [CLS] and [SEP] included
 
 @dataclass(frozen=True)
 class TrainConfig:
-    epochs: int = 4
+    epochs: int = 2
     lr: float = 1e-4
     head_lr: float = 2e-3
     batch_size: int = 32

@@ -31,6 +31,7 @@ from companion.model.encode import Encoder, read_emotion_csv, resolve_model
 HERE = Path(__file__).resolve().parent
 RULE_PATH = HERE.parent / "companion" / "data" / "acknowledge_rule.json"
 DEV_FILES = ("situations_dev.csv", "speaker_dev.csv")
+SPARE = 0.10
 log = logging.getLogger("calibrate_ack")
 
 
@@ -63,7 +64,10 @@ def main() -> None:
     ap.add_argument("--model", type=Path, default=None, help="default: the newest shipped model")
     ap.add_argument("--rule-folds", type=int, default=5, help="folds of the rule's own CV")
     ap.add_argument("--precision", type=float, default=0.92, help="goal: right when named")
-    ap.add_argument("--spare", type=float, default=ackfit.SPARE,
+    # 0.10 for companion-empathy-2, chosen on the outer CV (model card): 0.05 named the exact
+    # feeling or its family for 19 % of dev stories, 0.10 for 44 % (67.6 % named, 92.9 % right),
+    # 0.15 for 53 % (but speaker stories 65.6 % named).
+    ap.add_argument("--spare", type=float, default=SPARE,
                     help="share of the stories the rule may leave unnamed to name more specifically")
     ap.add_argument("--scratch", type=Path, default=HERE / ".build")
     ap.add_argument("--out", type=Path, default=RULE_PATH)

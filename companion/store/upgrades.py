@@ -29,10 +29,13 @@ class RatedExposure:
 
 def models_in_use(db: sqlite_utils.Database) -> list[str]:
     """Every model version the home's bank encodings and preference models come from (a
-    preference model learned before schema v5 counts as companion-empathy-1)."""
+    preference model learned before schema v5 names none: `stale_participants` finds it)."""
     found = {r[0] for r in db.execute("SELECT DISTINCT model_version FROM story_embeddings")}
-    for (version,) in db.execute("SELECT DISTINCT model_version FROM participant_models"):
-        found.add(version or "companion-empathy-1")
+    found |= {
+        r[0]
+        for r in db.execute("SELECT DISTINCT model_version FROM participant_models")
+        if r[0] is not None
+    }
     return sorted(found)
 
 
