@@ -68,7 +68,7 @@ def main() -> None:
     # feeling or its family for 19 % of dev stories, 0.10 for 44 % (67.6 % named, 92.9 % right),
     # 0.15 for 53 % (but speaker stories 65.6 % named).
     ap.add_argument("--spare", type=float, default=SPARE,
-                    help="share of the stories the rule may leave unnamed to name more specifically")
+                    help="share of stories the rule may leave unnamed to name more specifically")
     ap.add_argument("--scratch", type=Path, default=HERE / ".build")
     ap.add_argument("--out", type=Path, default=RULE_PATH)
     args = ap.parse_args()
