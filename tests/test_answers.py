@@ -279,6 +279,9 @@ def test_is_done(text: str, done: bool) -> None:
         ("She said that's all she wanted, a quiet birthday, and then the band arrived.", False),
         ("It was my birthday and nobody came", False),
         ("I was done with it", False),
+        ("The roof leaked all winter but the insurance paid up in the end", False),
+        ("she cried because i'm done", False),
+        ("The builders left at the end", False),
         ("", False),
     ],
 )  # fmt: skip

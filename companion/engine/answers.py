@@ -331,6 +331,12 @@ _AFTER_CLOSING = frozenset(
      "then", "now", "honestly", "basically", "ok", "okay", "right"}
 )  # fmt: skip
 _LONGEST_CLOSING = max(len(c.split()) for c in CLOSINGS)
+# A word that ties the phrase into its own clause ("it worked out in the end", "upset because
+# I'm done"): then it tells the story, it does not close it.
+_BINDS_CLOSING = frozenset(
+    {"in", "at", "by", "to", "towards", "till", "until", "near", "of", "for", "from", "with",
+     "through", "because", "cause", "since", "if", "when", "unless", "whether"}
+)  # fmt: skip
 
 
 def ends_story(text: str) -> bool:
@@ -341,7 +347,8 @@ def ends_story(text: str) -> bool:
     tokens = [t.replace("'", "") for t in normalize(text)]
     while tokens and tokens[-1] in _AFTER_CLOSING:
         tokens.pop()
-    return any(
-        _phrase(tokens[-n:]) in CLOSINGS
-        for n in range(1, min(_LONGEST_CLOSING, len(tokens)) + 1)
-    )
+    for n in range(1, min(_LONGEST_CLOSING, len(tokens)) + 1):
+        bound = n < len(tokens) and tokens[-n - 1] in _BINDS_CLOSING
+        if _phrase(tokens[-n:]) in CLOSINGS and not bound:
+            return True
+    return False
