@@ -1,8 +1,10 @@
 """Moving a real home made by companion-empathy-1 to the active model.
 
-tests/fixtures/home-model1/ is a home the released 0.1 companion made (commit 17a14b6, schema
-v4, companion-empathy-1): four text sessions, four rated stories, two stories imported. Nothing
-in it was written by this version of the code.
+tests/fixtures/model1-home.sqlite (its companion.db) and model1-home.toml (its config.toml) are
+a home the released 0.1 companion made (commit 17a14b6, schema v4, companion-empathy-1): four
+text sessions, four rated stories, two stories imported. Nothing in them was written by this
+version of the code. (Named so that no file on a provisioned device, which gets the source tree,
+looks like a participant's database or config: the rehearsal's wipe check looks for those.)
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from companion import app
 from companion.model.encode import model_build
 from tests.helpers.run import REPO, answering_lines, run_cli
 
-FIXTURE = REPO / "tests" / "fixtures" / "home-model1"
+FIXTURE_DB = REPO / "tests" / "fixtures" / "model1-home.sqlite"
+FIXTURE_CONFIG = REPO / "tests" / "fixtures" / "model1-home.toml"
 MODEL_1 = "companion-empathy-1+ec042ce68b49"
 REPLIES = ["four", "three",
            "My grandson came round with a box of tomato seedlings and we planted them together.",
@@ -28,13 +31,16 @@ REPLIES = ["four", "three",
 @pytest.fixture
 def old_home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
-    shutil.copytree(FIXTURE, home)
-    (home / "companion.db").chmod(0o600)
+    home.mkdir(mode=0o700)
+    shutil.copy(FIXTURE_DB, home / "companion.db")
+    shutil.copy(FIXTURE_CONFIG, home / "config.toml")
+    for name in ("companion.db", "config.toml"):
+        (home / name).chmod(0o600)
     return home
 
 
 def rows(home: Path, sql: str, args: tuple = ()) -> list[tuple]:
-    con = sqlite3.connect(home / "companion.db")
+    con = sqlite3.connect(home / "companion.db" if home.is_dir() else home)
     try:
         return con.execute(sql, args).fetchall()
     finally:
@@ -42,9 +48,9 @@ def rows(home: Path, sql: str, args: tuple = ()) -> list[tuple]:
 
 
 def test_the_fixture_is_a_model_1_home() -> None:
-    assert rows(FIXTURE, "SELECT MAX(version) FROM schema_migrations") == [(4,)]
-    assert rows(FIXTURE, "SELECT DISTINCT model_version FROM story_embeddings") == [(MODEL_1,)]
-    assert rows(FIXTURE, "SELECT n FROM participant_models") == [(4,)]
+    assert rows(FIXTURE_DB, "SELECT MAX(version) FROM schema_migrations") == [(4,)]
+    assert rows(FIXTURE_DB, "SELECT DISTINCT model_version FROM story_embeddings") == [(MODEL_1,)]
+    assert rows(FIXTURE_DB, "SELECT n FROM participant_models") == [(4,)]
 
 
 def test_the_first_session_after_the_upgrade_moves_the_home_before_it_begins(
@@ -118,7 +124,7 @@ def test_an_old_backup_restored_into_an_upgraded_home_is_moved_too(
     app.prepare_bank(opened)
     opened.db.conn.close()
     backup = tmp_path / "old-backup.db"
-    shutil.copy(FIXTURE / "companion.db", backup)
+    shutil.copy(FIXTURE_DB, backup)
     restored = run_cli("restore", "--from", str(backup), home=old_home)
     assert restored.returncode == 0, restored.stderr
     assert rows(old_home, "SELECT COUNT(*) FROM model_upgrades") == [(0,)]  # the old file's
