@@ -170,15 +170,9 @@ def encode_bank(opened: Opened, progress: Progress | None = None) -> EncodeResul
     from companion.engine.stories import load_stories
     from companion.model.bank import EncodeResult, copy_shipped, encode_bank, encoded_ids
     from companion.model.empathy import EmpathicChooser
-    from companion.model.encode import model_build
 
     stories = load_stories(opened.db)
-    try:
-        version = model_build(
-            Path(opened.config.model).expanduser() if opened.config.model else None
-        )
-    except CompanionError:
-        version = None  # story_chooser logs why and falls back
+    version = active_model(opened)  # None: story_chooser logs why and falls back
     if version is not None:
         from companion.store.upgrades import pending
 

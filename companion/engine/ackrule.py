@@ -85,13 +85,13 @@ def right(decision: Decision, truth: str) -> bool:
     return decision.level != "neutral" and decision.label == truth_at(decision.level, truth)
 
 
-# The valence an acknowledgement's words carry, by the family whose phrases it says: a joy
-# phrase is glad, a sadness, fear, anger or shame phrase is sorry; tender and anticipation
-# phrases, like the neutral ones, fit either (`engine.acknowledge`).
+# The valence an acknowledgement's words carry, by the family whose phrases it says: the
+# valence every member shares (joy glad; sadness, fear, anger, shame sorry), none where the
+# members differ (tender, anticipation: their phrases, like the neutral ones, fit either).
 PHRASE_VALENCE: dict[str, str | None] = {
-    "joy": "positive", "tender": None, "anticipation": None, "sadness": "negative",
-    "fear": "negative", "anger": "negative", "shame": "negative",
-}  # fmt: skip
+    family: next(iter(v)) if len(v := {valence_of(e) for e in members}) == 1 else None
+    for family, members in FAMILIES.items()
+}
 
 
 def spoken_valence(decision: Decision) -> str | None:

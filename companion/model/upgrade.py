@@ -24,7 +24,13 @@ import sqlite_utils
 from companion.engine import answers
 from companion.engine.stories import Story
 from companion.model import personalize
-from companion.model.bank import CachedEncoder, EncodeResult, Progress, encode_bank
+from companion.model.bank import (
+    CachedEncoder,
+    EncodeResult,
+    Progress,
+    encode_bank,
+    stored_encodings,
+)
 from companion.model.empathy import PERSONALIZE, candidate_features, save_state
 from companion.model.similarity import ScoreWeights
 from companion.store import upgrades
@@ -81,8 +87,6 @@ def refit(
 ) -> personalize.PreferenceState:
     """The participant's preference model learned again, in the same order from the same
     ratings, on the features the current model computes (stored per exposure, for `replay`)."""
-    from companion.model.bank import stored_encodings
-
     state = personalize.initial_state(PERSONALIZE)
     computed: dict[int, list[float]] = {}
     for rated in upgrades.rated_exposures(db, participant_id):

@@ -8,7 +8,6 @@ It reads the home and never writes to it; heavy modules load only in the check n
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import os
 import shutil
@@ -98,25 +97,19 @@ def check_audio(config: Config, probes: Probes) -> list[Finding]:
     return out
 
 
-def _sidecar_ok(model: Path) -> Finding:
-    from companion.checksum import sha256_file
-
-    sidecar = model.with_name(model.name + ".json")
-    if not model.is_file():
-        return Finding("encoder-model", "fail", f"{model} missing; reinstall the model")
-    try:
-        expected = json.loads(sidecar.read_text("utf-8"))["sha256"]
-    except (OSError, ValueError, KeyError):
-        return Finding("encoder-model", "fail", f"{sidecar} missing or has no sha256")
-    if sha256_file(model) != expected:
-        return Finding("encoder-model", "fail", f"{model} does not match its sha256; reinstall")
+def _sidecar_ok(model: Path) -> tuple[Finding, str | None]:
+    """The encoder-model finding and, when it verifies, the active build id (the sidecar, the
+    model's and the tokenizer's sha256 are checked once, as a session's load checks them)."""
     from companion.model.encode import model_build
 
+    if not model.is_file():
+        return Finding("encoder-model", "fail", f"{model} missing; reinstall the model"), None
     try:
         active = model_build(model)
     except CompanionError as exc:
-        return Finding("encoder-model", "fail", str(exc))
-    return Finding("encoder-model", "ok", f"active {active} ({model.name}), sha256 verified")
+        return Finding("encoder-model", "fail", str(exc)), None
+    detail = f"active {active} ({model.name}), sha256 verified"
+    return Finding("encoder-model", "ok", detail), active
 
 
 def check_model_upgrade(home: Home, active: str) -> Finding | None:
@@ -153,14 +146,14 @@ def _active_path(home: Home, config: Config) -> Path:
 
 def check_models(home: Home, config: Config, protocol: Protocol | None = None) -> list[Finding]:
     out = []
+    active = None
     try:
-        out.append(_sidecar_ok(_active_path(home, config)))
+        finding, active = _sidecar_ok(_active_path(home, config))
+        out.append(finding)
     except CompanionError as exc:
         out.append(Finding("encoder-model", "fail", str(exc)))
-    if out[-1].ok and home.db_path.is_file():
-        from companion.model.encode import model_build
-
-        upgrade = check_model_upgrade(home, model_build(_active_path(home, config)))
+    if active is not None and home.db_path.is_file():
+        upgrade = check_model_upgrade(home, active)
         if upgrade is not None:
             out.append(upgrade)
     out.append(_asr_finding(home, config))

@@ -60,7 +60,7 @@ def pending(db: sqlite_utils.Database, version: str) -> tuple[list[str], list[st
     moved = last is not None and last["to_model"] == version and last["finished_at"]
     if moved and not stale:
         return [], []
-    return (earlier, stale) if earlier or stale else ([], [])
+    return earlier, stale
 
 
 def rated_exposures(db: sqlite_utils.Database, participant_id: str) -> list[RatedExposure]:
