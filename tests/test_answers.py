@@ -116,7 +116,7 @@ SCALE_CASES = [
     ("very", MOOD, UNCLEAR),
     ("not pleasant", MOOD, UNCLEAR),
     ("unpleasant pleasant", MOOD, UNCLEAR),
-    # accepted because unambiguous (documented in README)
+    # accepted because unambiguous (documented in docs/protocol.md)
     ("4!", AGREE, V(4)),
     ("FOUR", AGREE, V(4)),
     ("a 4", AGREE, V(4)),

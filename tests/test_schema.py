@@ -1,4 +1,4 @@
-"""One schema: the migrations, `companion.store.schema`, the codebook and README.md agree."""
+"""One schema: the migrations, `companion.store.schema`, the codebook and docs/schema.md agree."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from companion.research.merge import DEVICE_TABLES, SHARED_TABLES, open_study
 from companion.store import schema
 from companion.store.db import open_db
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent / "docs" / "schema.md"
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +92,10 @@ def test_codebook_describes_a_merged_study_database(tmp_path):
 
 
 def readme_schema() -> dict[str, list[str]]:
-    """Table -> columns from README's "Database schema" table: the backticked names in the
+    """Table -> columns from docs/schema.md's "Tables" table: the backticked names in the
     columns cell, outside parentheses (those hold examples and allowed values)."""
     text = README.read_text("utf-8")
-    section = text.split("\n## Database schema\n", 1)[1].split("\n## ", 1)[0]
+    section = text.split("\n## Tables\n", 1)[1].split("\n## ", 1)[0]
     out: dict[str, list[str]] = {}
     for line in section.splitlines():
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
@@ -119,7 +119,7 @@ def test_readme_lists_exactly_the_schema():
 
 
 def test_readme_parser_sees_a_missing_column(monkeypatch, tmp_path):
-    fake = tmp_path / "README.md"
+    fake = tmp_path / "schema.md"
     fake.write_text(README.read_text().replace("`reason`, ", ""))
     monkeypatch.setattr(f"{__name__}.README", fake)
     with pytest.raises(AssertionError, match="sessions"):
