@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import sqlite_utils
 
-from companion.clock import iso, utc_now
+from companion.clock import utc_now
 from companion.emotions import EMOTIONS
 from companion.engine.stories import Story, content_hash
 from companion.model.encode import Encoder, TextEncoding, build_id
-from companion.store.db import transaction
+from companion.store import learning
 
 log = logging.getLogger(__name__)
 
@@ -201,17 +201,11 @@ def copy_shipped(db: sqlite_utils.Database, model_version: str, stories: Sequenc
 def _store(
     db: sqlite_utils.Database, version: str, encoded: Sequence[tuple[Story, TextEncoding]]
 ) -> None:
-    if not encoded:
-        return
-    now = iso(utc_now())
-    with transaction(db):
-        for story, enc in encoded:
-            db.execute(
-                "INSERT OR REPLACE INTO story_embeddings (story_id, model_version, embedding, "
-                "emotions, created_at) VALUES (?, ?, ?, ?, ?)",
-                [story.id, version, enc.embedding.astype(np.float32).tobytes(),
-                 story_emotions(story, enc.emotions).tobytes(), now],
-            )  # fmt: skip
+    learning.store_encodings(db, version, [
+        (story.id, enc.embedding.astype(np.float32).tobytes(),
+         story_emotions(story, enc.emotions).tobytes())
+        for story, enc in encoded
+    ], utc_now())  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import overload
 import numpy as np
 import sqlite_utils
 
-from companion.clock import iso, utc_now
+from companion.clock import utc_now
 from companion.engine.match import Exposure, LexicalMatcher, Ranked, choose_story
 from companion.engine.session import Participant, StoryChooser
 from companion.engine.stories import Story, unheard_stories
@@ -36,7 +36,7 @@ from companion.model.bank import (  # noqa: F401  (re-exported: scripts and test
 )
 from companion.model.encode import Encoder
 from companion.model.similarity import Scores, ScoreWeights, score
-from companion.store import upgrades
+from companion.store import learning, upgrades
 from companion.store.db import log_event, transaction
 from companion.store.queries import heard_story_ids, post_story_rating
 
@@ -67,11 +67,8 @@ def save_state(
     model_version: str,
 ) -> None:  # fmt: skip
     """Store the participant's model with the model version whose features it learned from."""
-    db.execute(
-        "INSERT INTO participant_models (participant_id, state, n, updated_at, model_version) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT(participant_id) DO UPDATE SET state = excluded.state, "
-        "n = excluded.n, updated_at = excluded.updated_at, model_version = excluded.model_version",
-        [participant_id, state.to_json(), state.n, iso(utc_now()), model_version],
+    learning.save_preference_model(
+        db, participant_id, state.to_json(), state.n, model_version, utc_now()
     )
 
 
@@ -221,9 +218,7 @@ class EmpathicChooser(StoryChooser):
         with transaction(db):
             state = personalize.update(load_state(db, participant_id), features, rating)
             save_state(db, participant_id, state, self.encoder.version)
-            db.execute(
-                "UPDATE story_exposures SET learned_rating = ? WHERE id = ?", [rating, row[0]]
-            )
+            learning.note_learned_rating(db, row[0], rating)
         return Learned(rating, state.n)
 
 
