@@ -31,7 +31,7 @@ from companion.engine.protocol import Instrument, Item, Protocol
 from companion.engine.record import record_protocol
 from companion.engine.stories import unheard_stories
 from companion.engine.variety import PhraseMemory
-from companion.store.queries import ensure_participant, heard_story_ids
+from companion.store.queries import completed_sessions, ensure_participant, heard_story_ids
 from companion.store.recorder import Recorder
 
 log = logging.getLogger(__name__)
@@ -332,11 +332,7 @@ def session_kind(db: sqlite_utils.Database, participant_id: str, requested: str 
     """Enrolment for a participant's first completed session, else daily (unless requested)."""
     if requested and requested != "auto":
         return requested
-    done = db.execute(
-        "SELECT COUNT(*) FROM sessions WHERE participant_id = ? AND status = 'completed'",
-        [participant_id],
-    ).fetchone()[0]
-    return "enrolment" if done == 0 else "daily"
+    return "enrolment" if completed_sessions(db, participant_id) == 0 else "daily"
 
 
 def _disk_full(exc: BaseException) -> bool:

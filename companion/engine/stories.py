@@ -175,7 +175,7 @@ def _story(record: dict[str, Any], source: str, lineno: int, id_prefix: str) -> 
 
 def load_stories(db: sqlite_utils.Database) -> list[Story]:
     # Plain tuples and no JSON parse for the usual empty tags: a session loads 10,000 quickly.
-    rows = db.execute("SELECT id, title, text, emotion, tags FROM stories ORDER BY id")
+    rows = content.story_rows(db)
     return [
         Story(i, title, text, emotion, tuple(json.loads(tags)) if tags != "[]" else ())
         for i, title, text, emotion, tags in rows

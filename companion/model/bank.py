@@ -110,10 +110,7 @@ def shipped_encodings(model_version: str) -> dict[str, tuple[str, np.ndarray, np
 
 
 def encoded_ids(db: sqlite_utils.Database, model_version: str) -> set[str]:
-    rows = db.execute(
-        "SELECT story_id FROM story_embeddings WHERE model_version = ?", [model_version]
-    )
-    return {r[0] for r in rows}
+    return learning.encoded_ids(db, model_version)
 
 
 @dataclass(frozen=True)
@@ -223,14 +220,7 @@ def stored_encodings(
     db: sqlite_utils.Database, model_version: str, stories: Sequence[Story]
 ) -> BankEncodings:
     """Read the stored encodings of `stories`; never encodes (a session must not stall)."""
-    rows = {
-        r[0]: (r[1], r[2], r[3])
-        for r in db.execute(
-            "SELECT e.story_id, e.embedding, e.emotions, s.word_count FROM story_embeddings e "
-            "JOIN stories s ON s.id = e.story_id WHERE e.model_version = ?",
-            [model_version],
-        )
-    }
+    rows = learning.encodings(db, model_version)
     have = [s for s in stories if s.id in rows]
     dim, n_emo = 384, len(EMOTIONS)
     emb = np.frombuffer(b"".join(rows[s.id][0] for s in have), np.float32).reshape(-1, dim)

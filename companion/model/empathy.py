@@ -51,12 +51,10 @@ PERSONALIZE = personalize.PersonalizeConfig(exploration="ucb", exploration_scale
 
 
 def load_state(db: sqlite_utils.Database, participant_id: str) -> personalize.PreferenceState:
-    row = db.execute(
-        "SELECT state FROM participant_models WHERE participant_id = ?", [participant_id]
-    ).fetchone()
-    if row:
+    stored = learning.preference_model(db, participant_id)
+    if stored:
         try:
-            return personalize.PreferenceState.from_json(row[0])
+            return personalize.PreferenceState.from_json(stored)
         except ValueError:  # learned over an older feature set: start again from the prior
             log.warning("preference model of %s has old features; starting afresh", participant_id)
     return personalize.initial_state(PERSONALIZE)
@@ -205,10 +203,7 @@ class EmpathicChooser(StoryChooser):
         instruments: Sequence[str],
     ) -> Learned | None:  # fmt: skip
         """Update the participant's model from this session's post-story ratings."""
-        row = db.execute(
-            "SELECT id, components FROM story_exposures WHERE session_id = ? ORDER BY id DESC",
-            [session_id],
-        ).fetchone()
+        row = learning.last_exposure(db, session_id)
         rating = post_story_rating(db, session_id, instruments)
         if row is None or rating is None:
             return None
@@ -238,18 +233,11 @@ def replay_participant(
     db: sqlite_utils.Database, participant_id: str, instruments: Sequence[str]
 ) -> ReplayReport:
     """Recompute the participant's model from the logged exposures and ratings; compare."""
-    log_rows = db.execute(
-        "SELECT e.id, e.session_id, e.components, e.learned_rating FROM story_exposures e "
-        "JOIN sessions s ON s.id = e.session_id WHERE s.participant_id = ? "
-        "AND e.learned_rating IS NOT NULL ORDER BY e.id",
-        [participant_id],
-    ).fetchall()
+    log_rows = learning.learned_exposures(db, participant_id)
     # Exposures from before a model upgrade are replayed with the features the upgrade
     # re-computed under the model the stored state was re-fitted on.
-    row = db.execute(
-        "SELECT model_version FROM participant_models WHERE participant_id = ?", [participant_id]
-    ).fetchone()
-    refitted = upgrades.exposure_features(db, row[0]) if row and row[0] else {}
+    version = learning.preference_model_version(db, participant_id)
+    refitted = upgrades.exposure_features(db, version) if version else {}
     pairs = []
     mismatches = 0
     for exposure_id, session_id, components, learned in log_rows:

@@ -6,7 +6,7 @@ are new; they store them here, as plain values.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 import sqlite_utils
@@ -39,6 +39,11 @@ def story_keys(db: sqlite_utils.Database) -> tuple[set[str], set[str]]:
     hashes = {row[0] for row in db.execute("SELECT content_hash FROM stories")}
     ids = {row[0] for row in db.execute("SELECT id FROM stories")}
     return hashes, ids
+
+
+def story_rows(db: sqlite_utils.Database) -> Iterable[tuple[str, str, str, str | None, str]]:
+    """(id, title, text, emotion, tags JSON) of every story, by id."""
+    return db.execute("SELECT id, title, text, emotion, tags FROM stories ORDER BY id")
 
 
 # id, title, text, emotion, tags (JSON), source, word count, content hash
