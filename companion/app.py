@@ -35,7 +35,7 @@ from companion.settings.config import (
     write_config,
 )
 from companion.store import guard
-from companion.store.backup import backup_hint
+from companion.store.backup import backup_hint, copy_database
 from companion.store.db import DatabaseError, log_event, open_db, schema_version
 from companion.store.lock import session_lock
 from companion.store.migrations import SCHEMA_VERSION
@@ -222,7 +222,7 @@ def run_in_home(opened: Opened, channel: Channel, kind: str | None = None) -> Se
         # A home made by another model is moved to this one before the session, never in it.
         upgrade_model(opened)
         result = run_session(
-            opened.db, opened.protocol, channel, opened.participant, chooser, kind=kind
+            opened.recorder, opened.protocol, channel, opened.participant, chooser, kind=kind
         )
     if _inode(opened.home.db_path) != before:
         raise HomeError(f"{opened.home.db_path}: {_rescue(opened)}")
@@ -242,15 +242,7 @@ def _rescue(opened: Opened) -> str:
     to the old file, which only this process still holds. Copy it out before it is gone."""
     stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
     target = opened.home.path / f"companion.db.rescued-{stamp}"
-    with files.open_private(target, "wb"):
-        pass
-    import sqlite3
-
-    dest = sqlite3.connect(str(target))
-    try:
-        opened.db.conn.backup(dest)
-    finally:
-        dest.close()
+    copy_database(opened.db, target)
     return (
         f"removed or replaced during the session; everything this session stored was saved "
         f"to {target.name}: check the home, then companion restore --from {target}"

@@ -7,6 +7,7 @@ a dependency). The rule is the table below; each package's docstring says the sa
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -122,6 +123,102 @@ def test_allowed_imports_pass() -> None:
 def test_modules_stay_small() -> None:
     big = {n: len(p.read_text().splitlines()) for n, p in modules()}
     assert {n: lines for n, lines in big.items() if lines > 450} == {}
+
+
+# -- the store owns every write ---------------------------------------------------------------
+
+SQL_WRITE = re.compile(
+    r"\s*(INSERT\s+(OR\s+\w+\s+)?INTO|REPLACE\s+INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM"
+    r"|CREATE\s+(TEMP\w*\s+|UNIQUE\s+|VIRTUAL\s+)?(TABLE|INDEX|VIEW|TRIGGER)"
+    r"|DROP\s+(TABLE|INDEX|VIEW|TRIGGER)|ALTER\s+TABLE)\b",
+    re.IGNORECASE,
+)
+WRITE_METHODS = {"insert", "insert_all", "upsert", "upsert_all", "delete_where", "executescript",
+                 "executemany"}  # fmt: skip
+
+
+def _text(node: ast.AST) -> str | None:
+    """A string literal's text; an f-string's with each {...} read as a name."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "x" for v in node.values)
+    return None
+
+
+def database_writes(source: str) -> list[str]:
+    """Every database write in `source`, as "line N: what"; only companion/store may write.
+
+    The rule, kept simple on purpose:
+    - a string literal (or f-string) that begins as an SQL write statement does: INSERT [OR x]
+      INTO, REPLACE INTO, UPDATE t SET, DELETE FROM, CREATE/DROP TABLE|INDEX|VIEW|TRIGGER,
+      ALTER TABLE, in any case. The second word is required, so prose that starts with
+      "Update the ..." or "Delete ..." (docstrings, messages) is not an SQL statement;
+    - a call of a sqlite-utils write method (WRITE_METHODS), whatever the receiver;
+      `.execute(` of a write statement is caught by the first point, as its string.
+      `.update(` and `.delete(` are left out: dicts and sets have them too.
+      `x.insert(0, item)`, with an int literal first, is a list's insert, not a table's.
+    """
+    found = []
+    nodes = list(ast.walk(ast.parse(source)))
+    # an f-string is judged whole: its literal parts are not looked at again on their own
+    parts = {id(v) for n in nodes if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in nodes:
+        text = None if id(node) in parts else _text(node)
+        if text is not None and SQL_WRITE.match(text):
+            found.append(f"line {node.lineno}: SQL {text.split()[0].upper()} {text[:40]!r}")
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        name, first = node.func.attr, node.args[0] if node.args else None
+        if name == "insert" and isinstance(first, ast.Constant) and type(first.value) is int:
+            continue  # list.insert(index, item)
+        if name in WRITE_METHODS:
+            found.append(f"line {node.lineno}: .{name}(...)")
+    return found
+
+
+def test_only_the_store_writes_to_a_database() -> None:
+    store = PACKAGE / "store"
+    found = [
+        f"{path.relative_to(REPO)} {write}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not path.is_relative_to(store)
+        for write in database_writes(path.read_text())
+    ]
+    assert found == [], "move these writes into a companion/store function"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'db.execute("INSERT INTO events (kind) VALUES (?)", [kind])',
+        'db.execute("insert or replace into stories values (?)", [s])',
+        'db.execute(f"UPDATE {table} SET status = ? WHERE id = ?", args)',
+        'SQL = "DELETE FROM turns WHERE session_id = ?"',
+        'db.execute("CREATE TABLE IF NOT EXISTS notes (x TEXT)")',
+        'db.execute("  drop table notes")',
+        'db.execute("ALTER TABLE sessions ADD COLUMN x")',
+        'db["stories"].insert({"id": "a"})',
+        'db["stories"].insert(row, pk="id")',
+        'db["stories"].upsert_all(rows, pk="id")',
+        'db["events"].delete_where("kind = ?", ["x"])',
+        "db.executescript(script)",
+        "db.conn.executemany(sql, rows)",
+    ],
+)
+def test_the_write_rule_catches_a_write(line: str) -> None:
+    assert database_writes(f"def record(db, rows):\n    {line}\n"), line
+
+
+def test_the_write_rule_passes_reads_lists_and_prose() -> None:
+    source = (
+        '"""Update the participant\'s model from the ratings; delete nothing."""\n'
+        'rows = db.execute("SELECT id FROM sessions WHERE status = ?", ["running"])\n'
+        'names.insert(0, "first")\n'
+        "seen.update(rows)\n"
+        'raise ValueError("drop the file; update companion")\n'
+    )
+    assert database_writes(source) == []
 
 
 def heavy_imports(*args: str, home: Path) -> set[str]:

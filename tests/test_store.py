@@ -140,3 +140,36 @@ def test_documented_tables_via_sqlite_utils_cli(home: Path) -> None:
     ).stdout  # fmt: skip
     for table in TABLES:
         assert f'"{table}"' in tables
+
+
+def test_a_missed_window_is_rechecked_inside_the_write_transaction(tmp_path: Path) -> None:
+    from datetime import UTC, date, datetime
+
+    from companion.store.queries import ensure_participant
+    from companion.store.recorder import Recorder
+
+    db = open_db(tmp_path / "c.db")
+    ensure_participant(db, "P1", "Ann", "UTC")
+    recorder = Recorder(db)
+    start, end = datetime(2026, 3, 2, 9, tzinfo=UTC), datetime(2026, 3, 2, 11, tzinfo=UTC)
+    asked: list[bool] = []
+
+    def open_now(answer: bool):
+        def still_open() -> bool:
+            asked.append(db.conn.in_transaction)  # another process cannot start one meanwhile
+            return answer
+
+        return still_open
+
+    args = ("P1", "daily-v1", 1, "no_answer", start, end, "UTC", date(2026, 3, 2))
+    assert recorder.missed(open_now(False), *args) is None
+    assert db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 0
+    session_id = recorder.missed(open_now(True), *args)
+    row = db.execute(
+        "SELECT status, reason, started_at, ended_at, local_date FROM sessions WHERE id = ?",
+        [session_id],
+    ).fetchone()
+    assert row[:2] == ("missed", "no_answer") and row[4] == "2026-03-02"
+    assert (datetime.fromisoformat(row[2]), datetime.fromisoformat(row[3])) == (start, end)
+    assert asked == [True, True]
+    assert not db.conn.in_transaction

@@ -9,6 +9,7 @@ import sqlite_utils
 from companion.engine.protocol import Protocol
 from companion.engine.session import Participant
 from companion.settings.config import Config, Home
+from companion.store.recorder import Recorder
 
 
 @dataclass(frozen=True)
@@ -24,3 +25,8 @@ class Opened:
     def participant(self) -> Participant:
         c = self.config
         return Participant(c.participant_id, c.participant_name, c.timezone)
+
+    @property
+    def recorder(self) -> Recorder:
+        """What sessions write through (`store.recorder`)."""
+        return Recorder(self.db)

@@ -13,9 +13,9 @@ from typing import Any
 
 import sqlite_utils
 
-from companion.clock import iso
 from companion.engine.protocol import Protocol
-from companion.store.db import log_event, transaction
+from companion.store import content
+from companion.store.db import log_event
 
 
 def instrument_entries(protocol: Protocol) -> list[dict[str, Any]]:
@@ -58,17 +58,10 @@ def record_protocol(db: sqlite_utils.Database, protocol: Protocol, at: datetime)
     participant's session goes ahead.
     """
     definition = json.dumps(protocol_definition(protocol), ensure_ascii=False)
-    with transaction(db):
-        db.execute(
-            "INSERT OR IGNORE INTO protocols (id, version, title, definition, recorded_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [protocol.id, protocol.version, protocol.title, definition, iso(at)],
-        )
-        row = db.execute(
-            "SELECT definition FROM protocols WHERE id = ? AND version = ?",
-            [protocol.id, protocol.version],
-        ).fetchone()
-    if row[0] == definition:
+    recorded = content.record_protocol(
+        db, protocol.id, protocol.version, protocol.title, definition, at
+    )
+    if recorded == definition:
         return True
     log_event(db, "protocol_changed", f"{protocol.id} v{protocol.version} ({protocol.source}) "
               "differs from the recorded one; give the edited protocol a new [protocol] version",

@@ -31,8 +31,8 @@ from companion.engine.protocol import Instrument, Item, Protocol
 from companion.engine.record import record_protocol
 from companion.engine.stories import unheard_stories
 from companion.engine.variety import PhraseMemory
-from companion.store.db import log_event, transaction
-from companion.store.queries import ensure_participant, heard_story_ids
+from companion.store.queries import completed_sessions, ensure_participant, heard_story_ids
+from companion.store.recorder import Recorder
 
 log = logging.getLogger(__name__)
 
@@ -96,13 +96,15 @@ class _Blank(dict[str, str]):
 
 
 class SessionRun:
-    """State of one running session; methods are the protocol's steps."""
+    """State of one running session; methods are the protocol's steps. Everything said and
+    answered is written through `recorder` (`store.recorder`); `db` is only read."""
 
     def __init__(
-        self, db: sqlite_utils.Database, protocol: Protocol, channel: Channel,
+        self, recorder: Recorder, protocol: Protocol, channel: Channel,
         participant: Participant, chooser: StoryChooser, clock: Clock, kind: str,
     ) -> None:  # fmt: skip
-        self.db, self.protocol, self.channel = db, protocol, channel
+        self.recorder, self.db = recorder, recorder.db
+        self.protocol, self.channel = protocol, channel
         self.participant, self.chooser = participant, chooser
         self.clock, self.kind = clock, kind
         self.seq = 0
@@ -123,36 +125,20 @@ class SessionRun:
         self.today = local.date()
         self.memory = phrase_memory(self.db, self.participant.id, self.today,
                                     self.protocol.avoid_repeat_days)  # fmt: skip
-        with transaction(self.db):
-            cursor = self.db.execute(
-                "INSERT INTO sessions (participant_id, protocol_id, protocol_version, kind, "
-                "mode, status, started_at, timezone, local_date) "
-                "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)",
-                [self.participant.id, self.protocol.id, self.protocol.version, self.kind,
-                 self.channel.mode, iso(now), self.participant.timezone, local.date().isoformat()],
-            )  # fmt: skip
-        self.session_id = int(cursor.lastrowid or 0)
-        log_event(self.db, "session_started", f"kind={self.kind}", session_id=self.session_id)
+        self.session_id = self.recorder.session_started(
+            self.participant.id, self.protocol.id, self.protocol.version, self.kind,
+            self.channel.mode, now, self.participant.timezone, local.date(),
+        )  # fmt: skip
         return self.session_id
 
     def finish(self, status: str, reason: str | None = None) -> None:
-        with transaction(self.db):
-            self.db.execute(
-                "UPDATE sessions SET status = ?, reason = ?, ended_at = ? WHERE id = ?",
-                [status, reason, iso(self.clock()), self.session_id],
-            )
-        log_event(self.db, f"session_{status}", reason or "", session_id=self.session_id)
+        self.recorder.session_ended(self.session_id, status, reason, self.clock())
 
     def _turn(self, speaker: str, purpose: str, text: str, start: datetime, end: datetime,
               confidence: float | None = None, audio_path: str | None = None) -> None:  # fmt: skip
         self.seq += 1
-        with transaction(self.db):
-            self.db.execute(
-                "INSERT INTO turns (session_id, seq, speaker, purpose, text, started_at, ended_at, "
-                "asr_confidence, audio_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [self.session_id, self.seq, speaker, purpose, text, iso(start), iso(end),
-                 confidence, audio_path],
-            )  # fmt: skip
+        self.recorder.turn(self.session_id, self.seq, speaker, purpose, text, start, end,
+                           confidence, audio_path)  # fmt: skip
 
     def say(self, text: str, purpose: str) -> None:
         start = self.clock()
@@ -233,13 +219,8 @@ class SessionRun:
               raws: list[str], status: str) -> None:  # fmt: skip
         number = value if isinstance(value, int) else None
         free_text = value if isinstance(value, str) else None
-        with transaction(self.db):
-            self.db.execute(
-                "INSERT INTO self_reports (session_id, instrument, item, value, value_text, "
-                "raw_answer, attempts, answered_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [self.session_id, instrument.id, item.id, number, free_text, " | ".join(raws),
-                 len(raws), iso(self.clock()), status],
-            )  # fmt: skip
+        self.recorder.answer(self.session_id, instrument.id, item.id, number, free_text,
+                             " | ".join(raws), len(raws), self.clock(), status)  # fmt: skip
         self.answers_stored += 1
 
     def instruments(self, phase: str) -> None:
@@ -252,7 +233,7 @@ class SessionRun:
     def acknowledge(self, text: str) -> str:
         emotions = self.chooser.understand(text)
         phrase, decision = acknowledged(emotions, self.memory, self.rng)
-        log_event(self.db, "acknowledged", logged(decision), session_id=self.session_id)
+        self.recorder.event("acknowledged", logged(decision), session_id=self.session_id)
         return phrase
 
     def story_sharing(self) -> str:
@@ -310,8 +291,8 @@ class SessionRun:
             self.db, self.participant, condition, participant_story, self.rng
         )
         if exposure is None:
-            log_event(self.db, "bank_exhausted", self.participant.id, level="warning",
-                      session_id=self.session_id)  # fmt: skip
+            self.recorder.event("bank_exhausted", self.participant.id, level="warning",
+                                session_id=self.session_id)  # fmt: skip
             self.say(self.prompt("no_stories_left"), "no_stories_left")
             return False
         self.record_exposure(exposure, story_condition=self.protocol.condition)
@@ -322,14 +303,10 @@ class SessionRun:
 
     def record_exposure(self, exposure: Exposure, story_condition: str) -> None:
         # Recorded before reading: a story begun is a story heard, never repeated.
-        with transaction(self.db):
-            self.db.execute(
-                "INSERT INTO story_exposures (session_id, story_id, condition, story_condition, "
-                "match_score, rank, components, exposed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [self.session_id, exposure.story.id, exposure.condition, story_condition,
-                 exposure.score, exposure.rank, json.dumps(dict(exposure.components)),
-                 iso(self.clock())],
-            )  # fmt: skip
+        self.recorder.exposure(
+            self.session_id, exposure.story.id, exposure.condition, story_condition,
+            exposure.score, exposure.rank, json.dumps(dict(exposure.components)), self.clock(),
+        )  # fmt: skip
         self.story_id = exposure.story.id
 
     def run(self) -> None:
@@ -355,11 +332,7 @@ def session_kind(db: sqlite_utils.Database, participant_id: str, requested: str 
     """Enrolment for a participant's first completed session, else daily (unless requested)."""
     if requested and requested != "auto":
         return requested
-    done = db.execute(
-        "SELECT COUNT(*) FROM sessions WHERE participant_id = ? AND status = 'completed'",
-        [participant_id],
-    ).fetchone()[0]
-    return "enrolment" if done == 0 else "daily"
+    return "enrolment" if completed_sessions(db, participant_id) == 0 else "daily"
 
 
 def _disk_full(exc: BaseException) -> bool:
@@ -367,7 +340,7 @@ def _disk_full(exc: BaseException) -> bool:
 
 
 def run_session(
-    db: sqlite_utils.Database,
+    recorder: Recorder,
     protocol: Protocol,
     channel: Channel,
     participant: Participant,
@@ -378,10 +351,12 @@ def run_session(
     on_start: Callable[[int], None] | None = None,
 ) -> SessionResult:
     """Run one session to its end. EOF or Ctrl-C end it as interrupted, answers kept.
-    `on_start(session_id)` runs once the session's row is stored, before anything is said."""
+    `on_start(session_id)` runs once the session's row is stored, before anything is said.
+    Everything is written through `recorder`, whose database the session also reads."""
+    db = recorder.db
     ensure_participant(db, participant.id, participant.name, participant.timezone)
     record_protocol(db, protocol, clock())  # what was asked, for codebooks and reports
-    run = SessionRun(db, protocol, channel, participant, chooser, clock,
+    run = SessionRun(recorder, protocol, channel, participant, chooser, clock,
                      session_kind(db, participant.id, kind))  # fmt: skip
     run.start()
     status, reason = "completed", None

@@ -19,10 +19,10 @@ from typing import Any
 
 import sqlite_utils
 
-from companion.clock import iso, utc_now
+from companion.clock import utc_now
 from companion.emotions import EMOTIONS
 from companion.errors import StoryImportError
-from companion.store.db import transaction
+from companion.store import content
 from companion.store.queries import heard_story_ids
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,7 @@ def ensure_bank(db: sqlite_utils.Database) -> int:
 
 
 def add_stories(db: sqlite_utils.Database, stories: list[Story], source: str) -> ImportResult:
-    known_hashes = {row[0] for row in db.execute("SELECT content_hash FROM stories")}
-    known_ids = {row[0] for row in db.execute("SELECT id FROM stories")}
+    known_hashes, known_ids = content.story_keys(db)
     new: list[tuple[Story, str]] = []
     for story in stories:
         digest = content_hash(story.text)
@@ -75,16 +74,12 @@ def add_stories(db: sqlite_utils.Database, stories: list[Story], source: str) ->
             new.append((story, digest))
             known_hashes.add(digest)
             known_ids.add(story.id)
-    if new:  # every session start checks the bank: no write transaction when nothing is new
-        now = iso(utc_now())
-        with transaction(db):
-            for story, digest in new:
-                db.execute(
-                    "INSERT INTO stories (id, title, text, emotion, tags, source, word_count, "
-                    "content_hash, added_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [story.id, story.title, story.text, story.emotion,
-                     json.dumps(list(story.tags)), source, story.word_count, digest, now],
-                )  # fmt: skip
+    # Every session start checks the bank: no write transaction when nothing is new.
+    content.add_stories(db, [
+        (story.id, story.title, story.text, story.emotion, json.dumps(list(story.tags)), source,
+         story.word_count, digest)
+        for story, digest in new
+    ], utc_now())  # fmt: skip
     return ImportResult(len(new), len(stories) - len(new))
 
 
@@ -180,7 +175,7 @@ def _story(record: dict[str, Any], source: str, lineno: int, id_prefix: str) -> 
 
 def load_stories(db: sqlite_utils.Database) -> list[Story]:
     # Plain tuples and no JSON parse for the usual empty tags: a session loads 10,000 quickly.
-    rows = db.execute("SELECT id, title, text, emotion, tags FROM stories ORDER BY id")
+    rows = content.story_rows(db)
     return [
         Story(i, title, text, emotion, tuple(json.loads(tags)) if tags != "[]" else ())
         for i, title, text, emotion, tags in rows

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import sqlite_utils
 
-from companion.clock import iso, utc_now
+from companion.clock import utc_now
 from companion.emotions import EMOTIONS
 from companion.engine.stories import Story, content_hash
 from companion.model.encode import Encoder, TextEncoding, build_id
-from companion.store.db import transaction
+from companion.store import learning
 
 log = logging.getLogger(__name__)
 
@@ -110,10 +110,7 @@ def shipped_encodings(model_version: str) -> dict[str, tuple[str, np.ndarray, np
 
 
 def encoded_ids(db: sqlite_utils.Database, model_version: str) -> set[str]:
-    rows = db.execute(
-        "SELECT story_id FROM story_embeddings WHERE model_version = ?", [model_version]
-    )
-    return {r[0] for r in rows}
+    return learning.encoded_ids(db, model_version)
 
 
 @dataclass(frozen=True)
@@ -201,17 +198,11 @@ def copy_shipped(db: sqlite_utils.Database, model_version: str, stories: Sequenc
 def _store(
     db: sqlite_utils.Database, version: str, encoded: Sequence[tuple[Story, TextEncoding]]
 ) -> None:
-    if not encoded:
-        return
-    now = iso(utc_now())
-    with transaction(db):
-        for story, enc in encoded:
-            db.execute(
-                "INSERT OR REPLACE INTO story_embeddings (story_id, model_version, embedding, "
-                "emotions, created_at) VALUES (?, ?, ?, ?, ?)",
-                [story.id, version, enc.embedding.astype(np.float32).tobytes(),
-                 story_emotions(story, enc.emotions).tobytes(), now],
-            )  # fmt: skip
+    learning.store_encodings(db, version, [
+        (story.id, enc.embedding.astype(np.float32).tobytes(),
+         story_emotions(story, enc.emotions).tobytes())
+        for story, enc in encoded
+    ], utc_now())  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -229,14 +220,7 @@ def stored_encodings(
     db: sqlite_utils.Database, model_version: str, stories: Sequence[Story]
 ) -> BankEncodings:
     """Read the stored encodings of `stories`; never encodes (a session must not stall)."""
-    rows = {
-        r[0]: (r[1], r[2], r[3])
-        for r in db.execute(
-            "SELECT e.story_id, e.embedding, e.emotions, s.word_count FROM story_embeddings e "
-            "JOIN stories s ON s.id = e.story_id WHERE e.model_version = ?",
-            [model_version],
-        )
-    }
+    rows = learning.encodings(db, model_version)
     have = [s for s in stories if s.id in rows]
     dim, n_emo = 384, len(EMOTIONS)
     emb = np.frombuffer(b"".join(rows[s.id][0] for s in have), np.float32).reshape(-1, dim)

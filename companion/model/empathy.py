@@ -19,7 +19,7 @@ from typing import overload
 import numpy as np
 import sqlite_utils
 
-from companion.clock import iso, utc_now
+from companion.clock import utc_now
 from companion.engine.match import Exposure, LexicalMatcher, Ranked, choose_story
 from companion.engine.session import Participant, StoryChooser
 from companion.engine.stories import Story, unheard_stories
@@ -36,7 +36,7 @@ from companion.model.bank import (  # noqa: F401  (re-exported: scripts and test
 )
 from companion.model.encode import Encoder
 from companion.model.similarity import Scores, ScoreWeights, score
-from companion.store import upgrades
+from companion.store import learning, upgrades
 from companion.store.db import log_event, transaction
 from companion.store.queries import heard_story_ids, post_story_rating
 
@@ -51,12 +51,10 @@ PERSONALIZE = personalize.PersonalizeConfig(exploration="ucb", exploration_scale
 
 
 def load_state(db: sqlite_utils.Database, participant_id: str) -> personalize.PreferenceState:
-    row = db.execute(
-        "SELECT state FROM participant_models WHERE participant_id = ?", [participant_id]
-    ).fetchone()
-    if row:
+    stored = learning.preference_model(db, participant_id)
+    if stored:
         try:
-            return personalize.PreferenceState.from_json(row[0])
+            return personalize.PreferenceState.from_json(stored)
         except ValueError:  # learned over an older feature set: start again from the prior
             log.warning("preference model of %s has old features; starting afresh", participant_id)
     return personalize.initial_state(PERSONALIZE)
@@ -67,11 +65,8 @@ def save_state(
     model_version: str,
 ) -> None:  # fmt: skip
     """Store the participant's model with the model version whose features it learned from."""
-    db.execute(
-        "INSERT INTO participant_models (participant_id, state, n, updated_at, model_version) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT(participant_id) DO UPDATE SET state = excluded.state, "
-        "n = excluded.n, updated_at = excluded.updated_at, model_version = excluded.model_version",
-        [participant_id, state.to_json(), state.n, iso(utc_now()), model_version],
+    learning.save_preference_model(
+        db, participant_id, state.to_json(), state.n, model_version, utc_now()
     )
 
 
@@ -208,10 +203,7 @@ class EmpathicChooser(StoryChooser):
         instruments: Sequence[str],
     ) -> Learned | None:  # fmt: skip
         """Update the participant's model from this session's post-story ratings."""
-        row = db.execute(
-            "SELECT id, components FROM story_exposures WHERE session_id = ? ORDER BY id DESC",
-            [session_id],
-        ).fetchone()
+        row = learning.last_exposure(db, session_id)
         rating = post_story_rating(db, session_id, instruments)
         if row is None or rating is None:
             return None
@@ -221,9 +213,7 @@ class EmpathicChooser(StoryChooser):
         with transaction(db):
             state = personalize.update(load_state(db, participant_id), features, rating)
             save_state(db, participant_id, state, self.encoder.version)
-            db.execute(
-                "UPDATE story_exposures SET learned_rating = ? WHERE id = ?", [rating, row[0]]
-            )
+            learning.note_learned_rating(db, row[0], rating)
         return Learned(rating, state.n)
 
 
@@ -243,18 +233,11 @@ def replay_participant(
     db: sqlite_utils.Database, participant_id: str, instruments: Sequence[str]
 ) -> ReplayReport:
     """Recompute the participant's model from the logged exposures and ratings; compare."""
-    log_rows = db.execute(
-        "SELECT e.id, e.session_id, e.components, e.learned_rating FROM story_exposures e "
-        "JOIN sessions s ON s.id = e.session_id WHERE s.participant_id = ? "
-        "AND e.learned_rating IS NOT NULL ORDER BY e.id",
-        [participant_id],
-    ).fetchall()
+    log_rows = learning.learned_exposures(db, participant_id)
     # Exposures from before a model upgrade are replayed with the features the upgrade
     # re-computed under the model the stored state was re-fitted on.
-    row = db.execute(
-        "SELECT model_version FROM participant_models WHERE participant_id = ?", [participant_id]
-    ).fetchone()
-    refitted = upgrades.exposure_features(db, row[0]) if row and row[0] else {}
+    version = learning.preference_model_version(db, participant_id)
+    refitted = upgrades.exposure_features(db, version) if version else {}
     pairs = []
     mismatches = 0
     for exposure_id, session_id, components, learned in log_rows:

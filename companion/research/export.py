@@ -39,7 +39,7 @@ from companion.research.options import (
     option_columns,
 )
 from companion.settings.config import Config, Home, device_id, load_config
-from companion.store import schema
+from companion.store import exports, schema
 from companion.store.db import schema_version
 from companion.store.readonly import ReadOnly
 
@@ -70,68 +70,7 @@ class ExportResult:
 
 def count_rows(db: sqlite_utils.Database, options: ExportOptions) -> int:
     """Rough row total for the progress bar."""
-    return sum(db[t].count for t in TABLES if t in db.table_names())
-
-
-def _date_range(column: str, options: ExportOptions) -> tuple[list[str], list[Any]]:
-    """Conditions keeping `column` (an ISO date) within --since/--until."""
-    cond: list[str] = []
-    args: list[Any] = []
-    for op, bound in ((">=", options.since), ("<=", options.until)):
-        if bound:
-            cond.append(f"{column} {op} ?")
-            args.append(bound.isoformat())
-    return cond, args
-
-
-def _session_filter(options: ExportOptions) -> tuple[str, list[Any]]:
-    where, args = ["1=1"], []
-    if options.participant:
-        where.append("participant_id = ?")
-        args.append(options.participant)
-    cond, dates = _date_range("local_date", options)
-    return " AND ".join(where + cond), args + dates
-
-
-def _queries(options: ExportOptions, device_participant: str) -> dict[str, tuple[str, list[Any]]]:
-    where, args = _session_filter(options)
-    chosen = f"SELECT id FROM sessions WHERE {where}"
-    by_session = f"WHERE session_id IN ({chosen}) ORDER BY id"
-    events = f"WHERE session_id IN ({chosen})"
-    event_args = list(args)
-    if not options.participant:  # device-level events (start-up, errors) belong to no one
-        cond, extra = _date_range("substr(ts, 1, 10)", options)
-        events += " OR (" + " AND ".join(["session_id IS NULL", *cond]) + ")"
-        event_args += extra
-    if options.participant:
-        people = ("SELECT * FROM participants WHERE id = ? ORDER BY id", [options.participant])
-    else:
-        people = ("SELECT * FROM participants ORDER BY id", [])
-    # The schedule invites the device's participant: their invitations are all theirs (by
-    # local date); anyone else's are only those that led to one of their sessions.
-    cond, slot_dates = _date_range("substr(slot_key, 1, 10)", options)
-    invited = " AND ".join(["1=1", *cond])
-    if options.participant and options.participant != device_participant:
-        invited += f" AND session_id IN ({chosen})"
-        slot_dates += args
-    return {
-        "participants": people,
-        "sessions": (f"SELECT * FROM sessions WHERE {where} ORDER BY id", args),
-        "turns": (f"SELECT * FROM turns {by_session}", args),
-        "stories": ("SELECT * FROM stories ORDER BY id", []),
-        "story_exposures": (f"SELECT * FROM story_exposures {by_session}", args),
-        "self_reports": (f"SELECT * FROM self_reports {by_session}", args),
-        "events": (f"SELECT * FROM events {events} ORDER BY id", event_args),
-        "invitations": (f"SELECT * FROM invitations WHERE {invited} ORDER BY id", slot_dates),
-        "protocols": ("SELECT * FROM protocols ORDER BY id, version", []),
-    }
-
-
-def _rows(db: sqlite_utils.Database, sql: str, args: list[Any]) -> Iterator[dict[str, Any]]:
-    cursor = db.execute(sql, args)
-    names = [d[0] for d in cursor.description]
-    for values in cursor:
-        yield dict(zip(names, values, strict=True))
+    return exports.row_total(db, TABLES)
 
 
 def _write_table(path: Path, fmt: str, columns: list[str], rows: Iterator[dict[str, Any]]) -> int:
@@ -154,15 +93,12 @@ def _write_table(path: Path, fmt: str, columns: list[str], rows: Iterator[dict[s
 
 def _protocols(protocol: Protocol | None, db: sqlite_utils.Database):
     """Codebook protocols: those recorded in the database, else the device's protocol file."""
-    entries = []
-    if "protocols" in db.table_names():
-        recorded = _rows(db, "SELECT * FROM protocols ORDER BY id, version", [])
-        entries = [codebook.recorded_entry(row) for row in recorded]
+    entries = [codebook.recorded_entry(row) for row in exports.recorded_protocols(db)]
     known = {(p["id"], p["version"]) for p in entries}
     if protocol and (protocol.id, protocol.version) not in known:
         entries.append(codebook.protocol_entry(protocol))
         known.add((protocol.id, protocol.version))
-    used = db.execute("SELECT DISTINCT protocol_id, protocol_version FROM sessions").fetchall()
+    used = exports.protocols_used(db)
     notes = []
     for pid, version in used:
         if (pid, version) not in known:
@@ -183,15 +119,16 @@ def _write_tables(
 ) -> tuple[dict[str, int], dict[str, list[str]]]:
     rows: dict[str, int] = {}
     exported: dict[str, list[str]] = {}
-    present = set(db.table_names())
-    for table, (sql, args) in _queries(options, participant).items():
+    present = exports.tables(db)
+    selection = exports.Selection(options.participant, options.since, options.until, participant)
+    for table, (sql, args) in exports.queries(selection).items():
         if table not in present:  # a database older than the table: say so in the codebook
             continue
-        columns = transform.columns(table, [c.name for c in db[table].columns])
+        columns = transform.columns(table, exports.columns(db, table))
         exported[table] = columns
 
         def produce(table=table, sql=sql, args=args) -> Iterator[dict[str, Any]]:
-            for i, row in enumerate(transform.rows(table, _rows(db, sql, args)), start=1):
+            for i, row in enumerate(transform.rows(table, exports.rows(db, sql, args)), start=1):
                 if progress and i % 500 == 0:
                     progress(500)
                 yield row
@@ -246,10 +183,10 @@ def _export(
     db = reader.db
     private_dir(out)
     dev = device_id(home)
-    names = [r[0] for r in db.execute("SELECT name FROM participants").fetchall()]
+    names = exports.participant_names(db)
     transform = Transformer(home, out, options, [*names, config.participant_name])
     if options.deidentify:
-        for (pid,) in db.execute("SELECT id FROM participants").fetchall():
+        for pid in exports.participant_ids(db):
             transform.pid(pid)  # learn every id first so free text can be rewritten
     rows, exported = _write_tables(db, out, options, transform, config.participant_id, progress)
     protocols, notes = _protocols(protocol, db)
@@ -303,7 +240,7 @@ def _export(
         "files": {name: {"sha256": digest} for name, digest in files.items()},
     }
     if options.deidentify:  # lets merge link devices and tell people apart (identity.py)
-        people = db.execute("SELECT id, name FROM participants").fetchall()
+        people = exports.participants(db)
         wanted = [(p, n) for p, n in people if options.participant in (None, p)]
         manifest["salt_id"] = salt_id(transform.salt)
         manifest["identities"] = manifest_identities(wanted, transform.pid, transform.salt)

@@ -22,6 +22,7 @@ import sqlite_utils
 
 from companion.errors import CompanionError
 from companion.settings.config import Config
+from companion.store import study
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +57,6 @@ def manifest_identities(
     }
 
 
-def _create(db: sqlite_utils.Database) -> None:
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS participant_identities (participant_id TEXT PRIMARY KEY, "
-        "name_check TEXT, timezone TEXT, device_id TEXT NOT NULL)"
-    )
-
-
 def check(
     db: sqlite_utils.Database,
     manifest: dict[str, Any],
@@ -73,7 +67,7 @@ def check(
     """Check the export's participants against the study database. Returns the rows to
     merge (for a participant named in `same_person`, the first-merged name and timezone,
     so the devices join as one person) and warnings."""
-    _create(db)
+    study.ensure_identities(db)
     device = manifest["device_id"]
     deidentified = manifest["options"]["deidentified"]
     warnings: list[str] = []
@@ -90,16 +84,9 @@ def check(
                 f"{source}: participant {pid} is the default id {DEFAULT_ID}; was this device "
                 "provisioned with --participant? Devices left on it merge into one person"
             )
-        found = db.execute(
-            "SELECT name_check, timezone, device_id FROM participant_identities "
-            "WHERE participant_id = ?",
-            [pid],
-        ).fetchone()
+        found = study.identity(db, pid)
         if found is None:
-            db.execute(
-                "INSERT INTO participant_identities VALUES (?, ?, ?, ?)",
-                [pid, check_value, row.get("timezone"), device],
-            )
+            study.add_identity(db, pid, check_value, row.get("timezone"), device)
             out.append(row)
             continue
         differs = [
@@ -118,10 +105,9 @@ def check(
             )
         if differs:
             log.info("participant %s: device %s joined as the same person", pid, device)
-            merged = db.execute("SELECT * FROM participants WHERE id = ?", [pid]).fetchone()
-            names = [d[0] for d in db.execute("SELECT * FROM participants LIMIT 0").description]
+            merged = study.participant(db, pid)
             if merged:
-                row = {**row, **{k: v for k, v in zip(names, merged, strict=True) if k in row}}
+                row = {**row, **{k: v for k, v in merged.items() if k in row}}
         out.append(row)
     return out, warnings
 
@@ -134,10 +120,10 @@ def _check_salt(db: sqlite_utils.Database, manifest: dict[str, Any], source: Any
     """A warning when the export's salt is not the study's: its pseudonyms link to nothing
     already merged (a device that was not given the study salt at provisioning)."""
     sid = manifest.get("salt_id")
-    row = db.execute("SELECT value FROM study_meta WHERE key = 'salt_id'").fetchone()
-    if row is None and sid:
-        db.execute("INSERT INTO study_meta VALUES ('salt_id', ?)", [sid])
-    elif row is not None and sid and row[0] != sid:
+    held = study.meta(db, "salt_id")
+    if held is None and sid:
+        study.set_meta(db, "salt_id", sid)
+    elif held is not None and sid and held != sid:
         return [
             f"{source}: exported with a different salt than the first export merged, so its "
             "pseudonyms cannot link to other devices' participants; install one study salt on "

@@ -26,13 +26,13 @@ from typing import Any
 
 import sqlite_utils
 
-from companion.clock import iso, utc_now
+from companion.clock import utc_now
 from companion.errors import CompanionError
-from companion.files import open_private
 from companion.research import identity
 from companion.research.cells import restore
 from companion.research.export import read_manifest
 from companion.settings.validate import one_line
+from companion.store import study
 from companion.store.db import transaction
 from companion.store.schema import TABLES
 
@@ -61,43 +61,11 @@ class MergeResult:
     warnings: tuple[str, ...] = ()  # identity warnings (the default participant id)
 
 
-def _create_schema(db: sqlite_utils.Database) -> None:
-    db.execute("CREATE TABLE IF NOT EXISTS study_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS merges (export_key TEXT PRIMARY KEY, device_id TEXT NOT NULL, "
-        "exported_at TEXT, merged_at TEXT NOT NULL, source TEXT NOT NULL, rows TEXT NOT NULL)"
-    )
-    db.execute(
-        "CREATE TABLE IF NOT EXISTS participant_devices (participant_id TEXT NOT NULL, "
-        "device_id TEXT NOT NULL, PRIMARY KEY (participant_id, device_id))"
-    )
-    for table in SHARED_TABLES:
-        cols = ", ".join(f"{col.name} {col.type}" for col in TABLES[table].columns)
-        key = ", ".join(TABLES[table].key)
-        db.execute(f"CREATE TABLE IF NOT EXISTS {table} ({cols}, PRIMARY KEY ({key}))")
-    for table in DEVICE_TABLES:
-        cols = ", ".join(f"{c.name} {c.type}" for c in TABLES[table].columns if c.name != "id")
-        db.execute(
-            f"CREATE TABLE IF NOT EXISTS {table} (id INTEGER PRIMARY KEY, device_id TEXT NOT NULL, "
-            f"source_id INTEGER NOT NULL, {cols}, UNIQUE (device_id, source_id))"
-        )
-    db.execute("CREATE INDEX IF NOT EXISTS sessions_pid ON sessions(participant_id, local_date)")
-    for table in DEVICE_TABLES[1:]:
-        db.execute(f"CREATE INDEX IF NOT EXISTS {table}_sid ON {table}(session_id)")
-
-
 def open_study(path: Path) -> sqlite_utils.Database:
-    if not path.exists():
-        with open_private(path, "wb"):
-            pass  # created 0600: the study database holds every participant's answers
-    conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
-    db = sqlite_utils.Database(conn)
     try:
-        db.execute("PRAGMA journal_mode=WAL")
-        _create_schema(db)
+        return study.open_study(path, SHARED_TABLES, DEVICE_TABLES)
     except sqlite3.DatabaseError as exc:
         raise MergeError(f"{path}: not a usable study database ({exc})") from exc
-    return db
 
 
 def _convert(table: str, column: str, value: Any, text_cells: bool = True) -> Any:
@@ -177,12 +145,12 @@ def read_table(export_dir: Path, manifest: dict[str, Any], table: str) -> Iterat
 
 def _check_mode(db: sqlite_utils.Database, manifest: dict[str, Any], source: Path) -> None:
     mode = "deidentified" if manifest["options"]["deidentified"] else "identified"
-    row = db.execute("SELECT value FROM study_meta WHERE key = 'ids'").fetchone()
-    if row is None:
-        db.execute("INSERT INTO study_meta VALUES ('ids', ?)", [mode])
-    elif row[0] != mode:
+    held = study.meta(db, "ids")
+    if held is None:
+        study.set_meta(db, "ids", mode)
+    elif held != mode:
         raise MergeError(
-            f"{source}: export is {mode} but the study database holds {row[0]} data; "
+            f"{source}: export is {mode} but the study database holds {held} data; "
             "export every device the same way"
         )
 
@@ -197,17 +165,11 @@ def _conflict(source: Path, table: str, key: Any, device: str, column: str) -> M
 def _merge_shared(db, source: Path, table: str, rows: Iterator[dict], device: str) -> int:
     added = 0
     key = TABLES[table].key
-    where = " AND ".join(f"{k} = ?" for k in key)
     for row in rows:
         cols = list(row)
-        found = db.execute(
-            f"SELECT {', '.join(cols)} FROM {table} WHERE {where}", [row[k] for k in key]
-        ).fetchone()
+        found = study.shared_row(db, table, cols, {k: row[k] for k in key})
         if found is None:
-            db.execute(
-                f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                list(row.values()),
-            )
+            study.insert_shared(db, table, row)
             added += 1
         else:
             for col in SHARED_TABLES[table]:
@@ -215,9 +177,7 @@ def _merge_shared(db, source: Path, table: str, rows: Iterator[dict], device: st
                     label = "/".join(str(row[k]) for k in key)
                     raise _conflict(source, table, label, device, col)
         if table == "participants":
-            db.execute(
-                "INSERT OR IGNORE INTO participant_devices VALUES (?, ?)", [row["id"], device]
-            )
+            study.link_device(db, row["id"], device)
     return added
 
 
@@ -231,17 +191,9 @@ def _merge_device(db, source: Path, table: str, rows: Iterator[dict], device: st
                 raise MergeError(f"{source}: {table} row {source_id} names a session not exported")
             row["session_id"] = sessions[row["session_id"]]
         cols = list(row)
-        found = db.execute(
-            f"SELECT id, {', '.join(cols)} FROM {table} WHERE device_id = ? AND source_id = ?",
-            [device, source_id],
-        ).fetchone()
+        found = study.device_row(db, table, cols, device, source_id)
         if found is None:
-            cursor = db.execute(
-                f"INSERT INTO {table} (device_id, source_id, {', '.join(cols)}) "
-                f"VALUES (?, ?, {', '.join('?' * len(cols))})",
-                [device, source_id, *row.values()],
-            )
-            new_id = int(cursor.lastrowid or 0)
+            new_id = study.insert_device_row(db, table, device, source_id, row)
             added += 1
         else:
             differs = [col for i, col in enumerate(cols, start=1) if found[i] != row[col]]
@@ -251,9 +203,7 @@ def _merge_device(db, source: Path, table: str, rows: Iterator[dict], device: st
                 and _progressed(dict(zip(cols, found[1:], strict=True)), row)
             ):
                 # Collected while running, now ended: the later state replaces the earlier.
-                sets = ", ".join(f"{c} = ?" for c in differs)
-                db.execute(f"UPDATE sessions SET {sets} WHERE id = ?",
-                           [*(row[c] for c in differs), found[0]])  # fmt: skip
+                study.update_session(db, found[0], {c: row[c] for c in differs})
                 added += 1
             elif differs:
                 raise _conflict(source, table, source_id, device, differs[0])
@@ -282,7 +232,7 @@ def _progressed(merged: dict[str, Any], row: dict[str, Any]) -> bool:
 def _check_scales(db: sqlite_utils.Database, source: Path, device: str) -> None:
     """Every answer of this device within its item's scale, as its protocol recorded it."""
     scales: dict[tuple[Any, ...], tuple[int, int]] = {}
-    for pid, version, definition in db.execute("SELECT id, version, definition FROM protocols"):
+    for pid, version, definition in study.protocol_definitions(db):
         try:
             for inst in json.loads(definition)["instruments"]:
                 for item in inst["items"]:
@@ -290,12 +240,7 @@ def _check_scales(db: sqlite_utils.Database, source: Path, device: str) -> None:
                         scales[(pid, version, inst["id"], item["id"])] = tuple(item["scale"])
         except (ValueError, KeyError, TypeError) as exc:
             raise MergeError(f"{source}: protocol {pid} v{version}: unreadable ({exc})") from exc
-    rows = db.execute(
-        "SELECT r.source_id, r.instrument, r.item, r.value, s.protocol_id, s.protocol_version "
-        "FROM self_reports r JOIN sessions s ON s.id = r.session_id "
-        "WHERE r.device_id = ? AND r.value IS NOT NULL", [device],
-    )  # fmt: skip
-    for source_id, instrument, item, value, pid, version in rows:
+    for source_id, instrument, item, value, pid, version in study.device_answers(db, device):
         scale = scales.get((pid, version, instrument, item))
         if scale is not None and not scale[0] <= value <= scale[1]:
             raise MergeError(
@@ -338,11 +283,8 @@ def _merge_one(
         rows = read_table(export_dir, manifest, table)
         added[table], skipped[table] = _merge_device(db, export_dir, table, rows, device, sessions)
     _check_scales(db, export_dir, device)
-    db.execute(
-        "INSERT OR IGNORE INTO merges VALUES (?, ?, ?, ?, ?, ?)",
-        [key, device, manifest.get("exported_at"), iso(utc_now()), str(export_dir),
-         json.dumps(added)],
-    )  # fmt: skip
+    study.record_merge(db, key, device, manifest.get("exported_at"), utc_now(), str(export_dir),
+                       json.dumps(added))  # fmt: skip
     log.info("merged %s from device %s: %s", export_dir, device, added)
     for warning in warnings:
         log.warning("%s", warning)

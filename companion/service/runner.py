@@ -28,7 +28,7 @@ from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from companion import clock, files
-from companion.clock import iso, utc_now
+from companion.clock import utc_now
 from companion.engine.context import Opened
 from companion.engine.dialogue import Channel, EndOfInput, Expectation
 from companion.engine.match import LexicalMatcher
@@ -39,7 +39,7 @@ from companion.service import schedule, slots
 from companion.service.schedule import Slot
 from companion.service.terminal import LineInbox
 from companion.store import backup, queries
-from companion.store.db import DatabaseError, integrity_ok, log_event, transaction
+from companion.store.db import DatabaseError, integrity_ok, log_event
 from companion.store.lock import session_lock
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,7 @@ class Service:
         heartbeat_seconds: float | None = None,
     ) -> None:
         self.opened, self.db, self.channel_factory = opened, opened.db, channel_factory
+        self.recorder = opened.recorder
         self.cfg = opened.protocol.schedule
         self.participant = opened.participant
         # The model's chooser in the product (handed in by the wiring); lexical otherwise.
@@ -245,7 +246,7 @@ class Service:
             return "error", None
 
     def run_session(self, channel: Channel, on_start: Callable[[int], None] | None = None) -> int:
-        result = run_session(self.db, self.opened.protocol, channel, self.participant,
+        result = run_session(self.recorder, self.opened.protocol, channel, self.participant,
                              self.chooser(), clock=self.clock,
                              on_start=on_start)  # fmt: skip
         return result.session_id
@@ -271,19 +272,15 @@ class Service:
 
     def mark_missed(self, slot: Slot, reason: str) -> None:
         p, protocol = self.participant, self.opened.protocol
-        with transaction(self.db):
-            # Re-checked inside the write lock: another process may have just started one.
-            if self.state(slot) != "open":
-                return
-            cursor = self.db.execute(
-                "INSERT INTO sessions (participant_id, protocol_id, protocol_version, kind, mode, "
-                "status, reason, started_at, ended_at, timezone, local_date) "
-                "VALUES (?, ?, ?, 'daily', 'text', 'missed', ?, ?, ?, ?, ?)",
-                [p.id, protocol.id, protocol.version, reason, iso(slot.start), iso(slot.end),
-                 p.timezone, slot.local_date.isoformat()],
-            )  # fmt: skip
+        # Re-checked inside the write lock: another process may have just started one.
+        session_id = self.recorder.missed(
+            lambda: self.state(slot) == "open", p.id, protocol.id, protocol.version, reason,
+            slot.start, slot.end, p.timezone, slot.local_date,
+        )  # fmt: skip
+        if session_id is None:
+            return
         log_event(self.db, "session_missed", f"{slot.key} {reason}",
-                  session_id=int(cursor.lastrowid or 0), at=self.clock())  # fmt: skip
+                  session_id=session_id, at=self.clock())  # fmt: skip
 
     def backup(self) -> None:
         try:

@@ -91,6 +91,17 @@ def backup_now(
     return target
 
 
+def copy_database(db: sqlite_utils.Database, target: Path) -> None:
+    """Copy everything `db` holds into the new file `target` (created 0600), as it is now."""
+    with files.open_private(target, "wb"):
+        pass
+    dest = sqlite3.connect(str(target))
+    try:
+        db.conn.backup(dest)
+    finally:
+        dest.close()
+
+
 def data_rows(path: Path) -> int:
     """How much study data a backup holds (sessions, turns, answers); -1 if unreadable."""
     try:

@@ -32,6 +32,15 @@ def participant(db: sqlite_utils.Database, participant_id: str) -> dict[str, Any
     return dict(zip([c[0] for c in cursor.description], row, strict=True)) if row else None
 
 
+def completed_sessions(db: sqlite_utils.Database, participant_id: str) -> int:
+    return int(
+        db.execute(
+            "SELECT COUNT(*) FROM sessions WHERE participant_id = ? AND status = 'completed'",
+            [participant_id],
+        ).fetchone()[0]
+    )
+
+
 def enrolled_at(db: sqlite_utils.Database, participant_id: str) -> datetime | None:
     """When the participant was first seen: the study's day one unless the protocol sets one."""
     row = db.execute(

@@ -123,7 +123,7 @@ def run_scripted(opened: app.Opened, lines: list[str], at: datetime) -> str:
     clock = ticking(at)
     channel = TextChannel(io.StringIO("".join(f"{x}\n" for x in lines)), io.StringIO(), clock=clock)
     chooser = app.story_chooser(opened)
-    result = run_session(opened.db, opened.protocol, channel, opened.participant, chooser,
+    result = run_session(opened.recorder, opened.protocol, channel, opened.participant, chooser,
                          clock=clock)  # fmt: skip
     return result.status
 
