@@ -216,8 +216,8 @@ def parse_scale(text: str, low: int, high: int, anchors: Mapping[int, str] | Non
 
     Accepts one number (digit or word), optionally "out of <high>" or "/<high>", and/or
     anchor labels that agree with it; fillers around it are ignored. Signs, fractions,
-    comparisons, question marks and hedges make the reply unclear (README: "Answers are
-    never guessed").
+    comparisons, question marks and hedges make the reply unclear (docs/protocol.md: "Answers
+    are never guessed").
     """
     command = parse_command(normalize(text))
     if command is not None:

@@ -4,7 +4,7 @@ Each companion utterance is written on its own line and flushed before waiting,
 so a program on the other end of a pipe can converse turn by turn.
 
 Input is bounded: a line is read in chunks, and one turn keeps at most MAX_TURN_BYTES
-(documented in README, "Input limits"); the rest of a longer line is read and dropped, and
+(documented in docs/protocol.md, "Input limits"); the rest of a longer line is read and dropped, and
 the cut is logged. Bytes that are not UTF-8 are replaced (U+FFFD) and logged, never an abort.
 """
 

@@ -113,7 +113,7 @@ def compute_status(
         "sessions_unscheduled": unscheduled,
         **counted.as_dict(),
         **{f"sessions_missed_{reason}": n for reason, n in reasons},
-        # The keys of earlier versions, unchanged (they count sessions; see README).
+        # The keys of earlier versions, unchanged (they count sessions; see docs/daily.md).
         "intended_so_far": ended,
         "held": counted.sessions_completed,
         "interrupted": counted.sessions_interrupted,

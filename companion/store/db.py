@@ -2,7 +2,7 @@
 (`store.migrations`) in order.
 
 Researchers' scripts rely on these table and column names (documented in
-README.md, "Database schema"). Every answer is committed the moment it is given.
+docs/schema.md). Every answer is committed the moment it is given.
 """
 
 from __future__ import annotations

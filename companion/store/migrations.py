@@ -1,7 +1,7 @@
 """The study database's schema history: versioned migrations, append only.
 
 Researchers' scripts rely on these table and column names; `store.schema` describes every
-column (the codebook and the README table are checked against a migrated database).
+column (the codebook and the docs/schema.md table are checked against a migrated database).
 Never edit a released migration: add the next one.
 """
 

@@ -4,7 +4,7 @@ what it means and which values it may hold.
 The migrations create these tables; tests/test_schema.py checks that a freshly migrated
 database has exactly these columns in this order (physical order: columns added by later
 migrations come last), that the codebook describes every exported column from here, and that
-README.md's "Database schema" table lists the same columns.
+docs/schema.md's table lists the same columns.
 """
 
 from __future__ import annotations
