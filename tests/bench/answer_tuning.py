@@ -323,7 +323,7 @@ def show_cross_validation(rows: list[dict], reject: float,
         judged = rejudge([r for r in rows if half(r["voice"]) == "tuning"], b, tuple(w),
                          reject, reject_clean)  # fmt: skip
         conf = confusable_above(judged, t) if with_conf else frozenset()
-        print(f"    chosen: THRESHOLD = {t}, CONFUSABLE = {sorted(conf)}")
+        print(f"    chosen: read_back_below = {t}, confusable = {sorted(conf)}")
         if with_conf:
             chosen = (t, conf)
     return chosen
