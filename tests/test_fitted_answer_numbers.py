@@ -25,7 +25,7 @@ from tests.helpers.run import REPO
 from tests.helpers.speech import ANSWER_VOCAB, pad, speech_pcm, with_noise
 
 SHIPPED = resources.files("companion.data").joinpath(confirm.FIT_FILE).read_text("utf-8")
-BENCH = REPO / "tests" / "bench" / "bench_answers.py"
+BENCH = ("-m", "tests.bench.bench_answers")  # run as a module: it imports tests.bench
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -76,11 +76,11 @@ def test_a_fit_for_other_features_is_refused_by_the_voice_path() -> None:
 
 
 def test_the_benchmark_writes_the_fit_and_refuses_two_states_for_it() -> None:
-    done = subprocess.run([sys.executable, str(BENCH), "--help"], capture_output=True,
+    done = subprocess.run([sys.executable, *BENCH, "--help"], capture_output=True,
                           text=True, cwd=REPO, timeout=120)  # fmt: skip
     assert done.returncode == 0 and "--write" in done.stdout, done.stderr[-2000:]
     assert "--phone-loop" not in done.stdout
-    both = subprocess.run([sys.executable, str(BENCH), "--rescore", "nothing", "--states",
+    both = subprocess.run([sys.executable, *BENCH, "--rescore", "nothing", "--states",
                            "cold,warm", "--write", "x.json"],
                           capture_output=True, text=True, cwd=REPO, timeout=120)  # fmt: skip
     assert both.returncode == 2 and "--write fits one state" in both.stderr
