@@ -15,7 +15,7 @@ import pytest
 
 from companion import app
 from companion.engine.answers import NUMBER_NAMES
-from companion.engine.confirm import THRESHOLD
+from companion.engine.confirm import load_fit
 from companion.engine.dialogue import Expectation
 from companion.engine.protocol import default_protocol_text, load_protocol
 from companion.settings.config import Home, load_config, write_config
@@ -88,7 +88,8 @@ def test_spoken_session_stores_meant_values_or_nothing(home: Path, voice) -> Non
     # Read back only when unsure: every answer heard with a confidence under the threshold
     # (or none) was read back before anything was stored.
     answered = [t for t in turns if t["speaker"] == "participant" and t["purpose"] in PURPOSES]
-    unsure = [t for t in answered if t["text"] and (t["asr_confidence"] or 0) < THRESHOLD]
+    bar = load_fit().read_back_below
+    unsure = [t for t in answered if t["text"] and (t["asr_confidence"] or 0) < bar]
     confirmations = [t for t in turns if t["purpose"].endswith(".confirm")]
     assert len(confirmations) >= 2 * len([t for t in unsure if t["text"] not in ("skip",)]) - 4
     heard = [t for t in turns if t["speaker"] == "participant" and t["purpose"] == "story"]

@@ -109,6 +109,7 @@ class VoiceChannel:
         self.source = source
         self.sink = sink
         self.recognizers = recognizers or pick_backend(settings, settings.home)
+        confidence.fitted()  # a damaged fit stops the session before its first question
         self.speaker = speaker or Speaker(settings.speaker_settings(), sink)
         if self.speaker.sink is None:
             self.speaker.sink = sink

@@ -2,7 +2,8 @@
 
 pocketsphinx's own segment posterior needs its lattice pass, which is too slow at the end
 of a story, and without it every word scores 1.0. So an answer's confidence is a logistic
-model over what the first pass already has (pure, no audio here):
+model over what the first pass already has (no audio here; the fitted numbers are read
+once from their data file):
 - `silence_share`: the share of the turn the best path spends in silence. Noise or other
   speech forced onto an answer word leaves little silence.
 - `duration_fit`: -|log(frames per answer word / typical)|: a word stretched over a long
@@ -16,20 +17,25 @@ model over what the first pass already has (pure, no audio here):
 - `path_per_frame`: the whole best grammar path's acoustic score (silence and garbage
   included) per frame; each frame is scored against its best senone, so it is already a ratio
   against unconstrained sounds.
-- `loop_ratio`: (best grammar path - free phone loop) acoustic score per frame
-  (`phoneloop`): how much worse the grammar explains the audio than any English phones.
 The weights are fitted on the spoken-answer corpus (tests/bench/bench_answers.py
---calibrate: the tuning voices; the benchmark reports ROC AUC on the held-out voices), so
-the value is the corpus's probability that the answer was heard right. Below
-`reject_below(snr)` (`REJECT_BELOW` in a noisy room, `REJECT_BELOW_CLEAN` in a quiet one) an
-answer is treated as not heard (asked again) rather than read back. vosk gives its own
-word posteriors (the mean over the answer's words is used).
+--calibrate --write: the tuning voices; the benchmark reports ROC AUC on the held-out voices)
+and shipped, with the bars below and the read-back rule fitted with them, in
+companion/data/answer_confidence.json (`fitted()`), so the value is the corpus's probability
+that the answer was heard right. Below `reject_below(snr)` (the fitted `reject_below` in a
+noisy room, `reject_below_clean` in one at least `clean_from_db` clean: there a low score
+comes from an unfamiliar voice, not from noise forced onto an answer, and the read-back
+catches the wrong ones) an answer is treated as not heard (asked again) rather than read
+back. vosk gives its own word posteriors (the mean over the answer's words is used).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import astuple, dataclass, replace
+from dataclasses import astuple, dataclass, fields, replace
+from functools import lru_cache
+
+from companion.engine.confirm import FIT_FILE, REFIT, AnswerFit, load_fit
+from companion.errors import ConfigError
 
 TYPICAL_WORD_FRAMES = 35.0  # ~0.35 s per answer word at 100 frames/s
 SNR_CAP_DB = 40.0  # above this a room is as good as clean
@@ -43,42 +49,43 @@ class Features:
     stability: float
     acoustic_per_frame: float
     snr_db: float = CLEAN_SNR_DB
-    # Decoder-side scores (log base 1.0001 per frame); 0 in runs saved before them.
+    # The whole path's score (log base 1.0001 per frame); 0 in runs saved before it.
     path_per_frame: float = 0.0
-    loop_ratio: float = 0.0
 
 
-# Fitted by tests/bench/bench_answers.py --rescore RUN --states cold --calibrate on the cold
-# run's 8 tuning voices, the extra ones included (intercept, then one per feature), without
-# the phone loop (phoneloop.PHONE_LOOP is off: its weight is 0).
-INTERCEPT = 3.9841
-WEIGHTS = (-0.1957, 0.8953, 1.5794, 0.0450, -0.0220, 0.0505, 0.0)
-# Answers less likely than this to be right are not heard at all (asked again): with the
-# read-back threshold, the pair that stores no wrong value in the fewest turns on the
-# tuning voices, cold (bench_answers.py --rescore --calibrate).
-REJECT_BELOW = 0.7
-# In a clean room (speech-to-noise at least CLEAN_FROM_DB) a low score comes from an
-# unfamiliar voice, not from noise forced onto an answer, and rejecting it leaves clean
-# speech unheard: there the bar is REJECT_BELOW_CLEAN (bench_answers.py --calibrate sweeps
-# it on the tuning voices: any bar above 0 left clean answers unheard, and the read-back
-# catches the wrong ones).
-CLEAN_FROM_DB = 30.0
-REJECT_BELOW_CLEAN = 0.0
+NAMES = tuple(f.name for f in fields(Features))
 
 
-def reject_below(snr_db: float, noisy: float = REJECT_BELOW,
-                 clean: float = REJECT_BELOW_CLEAN) -> float:  # fmt: skip
-    """The confidence below which an answer heard at `snr_db` counts as not heard."""
-    return clean if snr_db >= CLEAN_FROM_DB else noisy
+@lru_cache(maxsize=1)
+def fitted() -> AnswerFit:
+    """The shipped fit, checked against the features computed here (loaded once)."""
+    return checked(load_fit(), f"companion/data/{FIT_FILE}")
+
+
+def checked(fit: AnswerFit, source: str) -> AnswerFit:
+    """`fit`, if it was fitted on these features in this order."""
+    if fit.features != NAMES:
+        raise ConfigError(f"{source}: 'features' must be {list(NAMES)} "
+                          f"(fitted for {list(fit.features)}); {REFIT}")  # fmt: skip
+    return fit
+
+
+def reject_below(snr_db: float, noisy: float | None = None,
+                 clean: float | None = None) -> float:  # fmt: skip
+    """The confidence below which an answer heard at `snr_db` counts as not heard (the fitted
+    bars unless given)."""
+    fit = fitted()
+    if snr_db >= fit.clean_from_db:
+        return fit.reject_below_clean if clean is None else clean
+    return fit.reject_below if noisy is None else noisy
 
 
 def features(silence_frames: int, total_frames: int, word_frames: list[int],
              stable: int, partials: int, acoustic: float,
-             snr_db: float = CLEAN_SNR_DB, path: float = 0.0,
-             loop: float | None = None) -> Features:  # fmt: skip
+             snr_db: float = CLEAN_SNR_DB, path: float = 0.0) -> Features:  # fmt: skip
     """From the decoder's best path: frames in silence and in each answer word, how many of
-    the running hypotheses were the answer, the answer words' total acoustic score, the whole
-    path's acoustic score and the phone loop's on the same frames (None: no phone loop)."""
+    the running hypotheses were the answer, the answer words' and the whole path's total
+    acoustic scores."""
     frames = max(1, sum(word_frames))
     per_word = frames / max(1, len(word_frames))
     return Features(
@@ -88,7 +95,6 @@ def features(silence_frames: int, total_frames: int, word_frames: list[int],
         acoustic_per_frame=acoustic / frames,
         snr_db=_capped(snr_db),
         path_per_frame=path / max(1, total_frames),
-        loop_ratio=0.0 if loop is None else (path - loop) / max(1, total_frames),
     )
 
 
@@ -100,7 +106,13 @@ def with_snr(f: Features, snr_db: float) -> Features:
     return replace(f, snr_db=_capped(snr_db))
 
 
-def probability(f: Features, weights: tuple[float, ...] = WEIGHTS,
-                intercept: float = INTERCEPT) -> float:  # fmt: skip
+def probability(f: Features, weights: tuple[float, ...] | None = None,
+                intercept: float | None = None) -> float:  # fmt: skip
+    """The calibrated probability that the answer was heard right (the fitted model unless
+    weights and intercept are given: the benchmark's refits)."""
+    if weights is None or intercept is None:
+        fit = fitted()
+        weights = fit.weights if weights is None else weights
+        intercept = fit.intercept if intercept is None else intercept
     z = intercept + sum(w * x for w, x in zip(weights, astuple(f), strict=True))
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))

