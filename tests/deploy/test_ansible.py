@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.run import REPO
 from tests.helpers.study import fill_study, make_home, run_scripted, session_lines
 
-REPO = Path(__file__).resolve().parent.parent
 PLAYBOOKS = REPO / "deploy" / "ansible"
 BIN = Path(sys.executable).parent
 ANSIBLE = BIN / "ansible-playbook"

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers.run import REPO
+
 CHECK = REPO / "deploy" / "check-platform.sh"
 PARITY = REPO / "deploy" / "arm64" / "parity.py"
 
