@@ -2,7 +2,7 @@
 
 Run after changing companion/data/stories.jsonl or the model:
     .venv/bin/python models/bank_cache.py
-tests/test_empathy.py checks the file matches the stories and the model.
+tests/model/test_empathy.py checks the file matches the stories and the model.
 """
 
 import sys

@@ -131,7 +131,7 @@ NO_PHRASES = frozenset(
 )  # fmt: skip
 
 # Words that make a number uncertain. None is a filler, so the unknown-word rule already refuses
-# them; they are listed so the rule is explicit and tested (tests/test_answers.py).
+# them; they are listed so the rule is explicit and tested (tests/engine/test_answers.py).
 HEDGES = frozenset(
     {
         "probably", "maybe", "perhaps", "think", "guess", "suppose", "around", "about",

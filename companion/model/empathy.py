@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 # UCB over the emotion-family weights keeps the first pick the empathic best (Thompson draws
 # would not). Measured on the shipped bank, a synthetic participant per family over 5 sessions:
 # the liked family's share of the top 10 goes from 0.14 to 0.74 on average at scale 0.5
-# (0.73 at 0.3); tests/test_protocol_features.py.
+# (0.73 at 0.3); tests/engine/test_protocol_features.py.
 PERSONALIZE = personalize.PersonalizeConfig(exploration="ucb", exploration_scale=0.5)
 
 

@@ -1,7 +1,7 @@
 """The study database's schema, described once: every table and column, its declared SQL type,
 what it means and which values it may hold.
 
-The migrations create these tables; tests/test_schema.py checks that a freshly migrated
+The migrations create these tables; tests/store/test_schema.py checks that a freshly migrated
 database has exactly these columns in this order (physical order: columns added by later
 migrations come last), that the codebook describes every exported column from here, and that
 docs/schema.md's table lists the same columns.

@@ -1,4 +1,4 @@
-"""Machinery of the adversarial corpus (tests/test_adversarial*.py): cases, homes copied from
+"""Machinery of the adversarial corpus (tests/system/test_adversarial*.py): cases, homes copied from
 one template with real data, one forking runner for all command lines, and the checks every
 case makes (exit code, one message line and no traceback, database signature).
 

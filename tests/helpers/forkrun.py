@@ -3,7 +3,7 @@ interpreter start-up: this process imports the CLI once, then forks a child per 
 line. Each child is a fresh process running `companion.cli.main()` exactly as
 `python -m companion` does, with its own stdin, stdout, stderr, environment and exit code.
 
-Used by the adversarial corpus (tests/test_adversarial*.py), where hundreds of command lines
+Used by the adversarial corpus (tests/system/test_adversarial*.py), where hundreds of command lines
 would otherwise spend most of their time starting Python. Protocol: one JSON list of cases
 on stdin ({argv, stdin (latin-1 text of the bytes), env, cwd}); one JSON list of results
 ({rc, stdout, stderr}) on stdout.

@@ -1,6 +1,6 @@
 """A simulated participant's month of daily sessions, and how repetitive the companion sounded.
 
-Shared by tests/test_acknowledge_month.py and tests/bench/bench_variety.py. Sessions are real:
+Shared by tests/system/test_month.py and tests/bench/bench_variety.py. Sessions are real:
 the session engine, the text channel, the on-device model and a SQLite file; only the
 participant is scripted (our own sentences) and the clock is set to each day's evening.
 """

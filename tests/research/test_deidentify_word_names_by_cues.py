@@ -1,13 +1,10 @@
-"""De-identification of the classes set 8 showed missing (issue 14, eighth round): first
-names that are ordinary words ("will", "amber", "miles") read by what only a person does
-around them, a job before a name, a pet named with its animal, ages said by "turns" or in
-weeks and months, an age set off by commas, the day of a month said alone, a date's year
-said by two digits, references read out after more kinds of card, a participant's caller
-name that is a rare word, and the kind of place after a name found on its own; and the
-classes set 9 showed missing (ninth round): an age before what its person goes on to do,
-a title before a first name, a reference's last letter, a season's year, "come" a month,
-Scots streets and a typed venue after "at the"; and those of sets 10 to 14 (tenth to
-fourteenth rounds). The real
+"""De-identification by the words around a name: first names that are ordinary words
+("will", "amber", "miles") read by what only a person does around them, a job or a title
+before a name, a pet named with its animal, ages said by "turns", in weeks and months, set off
+by commas or before what their person goes on to do, the day of a month said alone, a date's
+year said by two digits, a season's year, "come" a month, references read out after more kinds
+of card and their last letter, a participant's caller name that is a rare word, the kind of
+place after a name found on its own, Scots streets and a typed venue after "at the". The real
 spaCy pipeline and pinned gazetteers; sentences written for this test (none from the
 benchmark's sets), and ordinary sentences that must come through unchanged."""
 
@@ -57,7 +54,7 @@ def redactor() -> Redactor:
         ("My railcard number is 55190 274 8 if they ask.", "55190 274 8"),
         # the participant names herself with a word this rare
         ("its wenna here just back from the shops", "wenna"),
-        # ninth round: an age before what a person goes on to do, and the person before it
+        # an age before what a person goes on to do, and the person before it
         ("the wee one is seven and she wants a puppy for christmas", "seven"),
         ("the man next door is ninety one and still drives to the shops", "ninety one"),
         ("hope is four and she loves the sea", "hope"),
@@ -68,7 +65,7 @@ def redactor() -> Redactor:
         ("the lease on the flat ends come october", "october"),
         ("we stay at nine kirk wynd near the harbour", "wynd"),
         ("We had a drink at the Anchor after the match.", "Anchor"),
-        # tenth round: any word before its age, a first name with its surname, "calls him",
+        # any word before its age, a first name with its surname, "calls him",
         # a feast's day, fields
         ("biscuit is six and she wants a bike with a bell", "biscuit"),
         ("hope nakamura and i did the night shift together", "hope"),
@@ -76,7 +73,7 @@ def redactor() -> Redactor:
         ("we all went round to theirs on boxing day", "boxing day"),
         ("on st swithins day it rained on the wedding", "swithins day"),
         ("he plays on pontcanna fields every sunday", "fields"),
-        # eleventh round: a title with initials, a spoken e-mail's spelled domain, a first
+        # a title with initials, a spoken e-mail's spelled domain, a first
         # name owning a number, "will from", "little joy", slash ids, a badge, a depot
         ("the pharmacist called out mister d okonjo and i went up", "mister d okonjo"),
         ("his work email is kieran dot walsh at w y f r s dot gov dot uk", "walsh"),
@@ -90,7 +87,7 @@ def redactor() -> Redactor:
         ("in august we went up to see her sister", "august"),
         # a weekday written before its date goes with it
         ("The wedding is on Saturday, 11 June 2033, in the village.", "Saturday"),
-        # twelfth round: a pet by what it is, rare words as names, initials without a title,
+        # a pet by what it is, rare words as names, initials without a title,
         # registrations, holdings, dashes around an age, pubs, fells and waters, cottages
         ("Pebble is my daft old labrador and he snores all night.", "Pebble"),
         ("tot would have been eighty on the ninth of june", "tot"),
@@ -102,7 +99,7 @@ def redactor() -> Redactor:
         ("the party is at the kings arms on friday night", "kings arms"),
         ("we walked the dogs round gouthwaite water on boxing day", "water"),
         ("They live at 3 Beck Side Cottages, near Sedbergh.", "Cottages"),
-        # thirteenth round: international phones, accented names, a reference as one token,
+        # international phones, accented names, a reference as one token,
         # a rare nickname, ages without apostrophes, "come june", a month with its year
         ("Her cousin rings every Sunday from +47 9 4412 3087 with the news.", "+47 9"),
         ("Ramón turns 50 on Friday and wants a party in the shed.", "Ramón"),
@@ -113,7 +110,7 @@ def redactor() -> Redactor:
         ("they are getting married june twenty twenty nine in kirkwall", "june"),
         ("pickle the guinea pig got out again", "pickle"),
         ("We drove over the causeway on Easter Saturday with the spray.", "Easter"),
-        # fourteenth round: "will" before a past tense, a park after "round", a reference read
+        # "will" before a past tense, a park after "round", a reference read
         # with a dash, an age before a written date, "of the", a queen's or king's venue
         ("will scrubbed the van and found a fiver under the seat", "will"),
         ("we walked toffee round maxwell park on new years day", "park"),

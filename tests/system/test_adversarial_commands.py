@@ -2,7 +2,7 @@
 homes, restores, full and read-only disks, each through the real CLI in its own process, on
 real SQLite. Every case asserts its exit code, one message line without a traceback, and the
 database signature (unchanged, unless the case documents a change). Typed answers are in
-tests/test_adversarial_answers.py.
+tests/system/test_adversarial_answers.py.
 """
 
 from __future__ import annotations

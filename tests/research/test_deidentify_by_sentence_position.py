@@ -1,7 +1,7 @@
-"""De-identification by a name's place in the sentence (issue 14's remaining misses): how a
-participant gives their own name, names whose word is also ordinary English, possessives,
-spoken e-mails, ids and ages. The real spaCy pipeline and pinned gazetteers; sentences
-written for this test (not the benchmark's sets)."""
+"""De-identification by a name's place in the sentence: how a participant gives their own
+name, names whose word is also ordinary English, possessives, spoken e-mails, ids and ages.
+The real spaCy pipeline and pinned gazetteers; sentences written for this test (not the
+benchmark's sets)."""
 
 from __future__ import annotations
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.run import REPO
 from tests.helpers.study import fill_study, make_home, run_scripted, session_lines
 
-REPO = Path(__file__).resolve().parent.parent
 PLAYBOOKS = REPO / "deploy" / "ansible"
 BIN = Path(sys.executable).parent
 ANSIBLE = BIN / "ansible-playbook"
@@ -140,16 +140,22 @@ def test_unit_exposure_is_ok(tmp_path):
     assert analyze, "systemd-analyze missing: run deploy/setup.sh (installs systemd)"
     unit = REPO / "deploy" / "companion.service"
 
-    def exposure(path: Path) -> float:
+    def security(path: Path) -> str:
         done = subprocess.run([analyze, "security", "--offline=yes", str(path)],
                               capture_output=True, text=True, timeout=60)  # fmt: skip
-        found = re.search(r"Overall exposure level for \S+: ([0-9.]+)", done.stdout)
-        assert found, done.stdout + done.stderr
+        return done.stdout + done.stderr
+
+    def exposure(path: Path) -> float:
+        found = re.search(r"Overall exposure level for \S+: ([0-9.]+)", report := security(path))
+        assert found, report
         return float(found.group(1))
 
     assert exposure(unit) <= 3.0
+    # The devices systemd grants the unit: only sound may be written (the clock is read-only).
+    (acl,) = re.findall(r"DeviceAllow=.*", security(unit))
+    granted = dict(d.rsplit(":", 1) for d in re.findall(r"(?:char-|block-|/dev/)\S+", acl))
+    assert {dev for dev, mode in granted.items() if "w" in mode} == {"char-alsa"}, acl
     text = unit.read_text()
-    assert "DeviceAllow=char-alsa rw" in text and "DevicePolicy=closed" in text  # sound only
     soft = text[: text.index("# Hardening")] + text[text.index("[Install]") :]
     (tmp_path / "companion.service").write_text(soft)
     assert exposure(tmp_path / "companion.service") > 6.0

@@ -1,10 +1,9 @@
-"""De-identification of the classes set 6 showed missing (issue 14, sixth round): buildings
-and districts named with their kind, a weekday with its date, a month said as a time, runs
-of number words, ages said bare after a name or "who", number plates and sort codes,
-a second nickname, a pet or a colleague named before their kind or job, a name before
-"our boy". The
-real spaCy pipeline and pinned gazetteers; sentences written for this test (none from the
-benchmark's sets), and ordinary sentences that must come through unchanged."""
+"""De-identification of places, dates, ages and ids by their form: buildings and districts
+named with their kind, a weekday with its date, a month said as a time, runs of number words,
+ages said bare after a name or "who", number plates and sort codes, a second nickname, a pet or
+a colleague named before their kind or job, a name before "our boy". The real spaCy pipeline
+and pinned gazetteers; sentences written for this test (none from the benchmark's sets), and
+ordinary sentences that must come through unchanged."""
 
 from __future__ import annotations
 

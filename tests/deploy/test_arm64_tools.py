@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from companion.model.encode import model_build, resolve_model
+from tests.helpers.run import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 ARM64 = REPO / "deploy" / "arm64"
 
 

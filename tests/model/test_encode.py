@@ -93,12 +93,18 @@ def test_long_input_is_windowed_not_truncated(encoder: Encoder) -> None:
 
 
 def test_a_turn_of_any_length_is_encoded_in_bounded_windows(encoder: Encoder) -> None:
-    from companion.model.encode import MAX_WINDOWS
+    from tokenizers import Tokenizer
+
+    from companion.model.encode import MAX_WINDOWS, resolve_model
 
     story = " ".join(f"On day {i} I fixed the fence with my neighbour and we talked." for i in
                      range(170))  # fmt: skip
     assert len(story.split()) >= 2000
-    body = encoder._tok.encode(story, add_special_tokens=False).ids
+    # The shipped tokenizer, loaded apart from the encoder: its ids are what the windows hold.
+    tok = Tokenizer.from_file(str(resolve_model().with_name(encoder.meta["tokenizer"]["file"])))
+    tok.no_padding()
+    tok.no_truncation()
+    body = tok.encode(story, add_special_tokens=False).ids
     windows = encoder.token_windows(story)
     assert windows.shape == (MAX_WINDOWS, encoder.window)  # not ceil(len / 126) windows
     width = encoder.window - 2

@@ -31,7 +31,7 @@ from companion.settings.config import Config, Home, write_config
 
 pytestmark = pytest.mark.slow  # kills real sessions at random moments
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 KILLS = int(os.environ.get("COMPANION_KILLS", "40"))
 PROMPT = "you> "
 

@@ -15,7 +15,7 @@ import pytest
 
 from companion.model.encode import default_model_dir
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PARITY = REPO / "deploy" / "arm64" / "parity.py"
 sys.path.insert(0, str(PARITY.parent))
 

@@ -1,9 +1,9 @@
-"""De-identification of the classes set 4 showed missing (issue 14, third round): short
-forms of the participant's own name, places named with their kind, places that are English
-words, first names that are English words between social cues, families and possessives,
-names joined by "and", marked ages and dates said in other ways. The real spaCy pipeline
-and pinned gazetteers; sentences written for this test (none from the benchmark's sets),
-and ordinary sentences that must come through unchanged."""
+"""De-identification of short forms of the participant's own name and of names, places,
+ages, dates and contact details said in other ways: places named with their kind, places that
+are English words, first names that are English words between social cues, families and
+possessives, names joined by "and", marked ages and dates. The real spaCy pipeline and pinned
+gazetteers; sentences written for this test (none from the benchmark's sets), and ordinary
+sentences that must come through unchanged."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_common_short_forms_are_not_redacted() -> None:
         ("it is oh one six one and then four nine six oh two two", "oh one six one four nine"),
         ("write to bernie at quayle family dot co dot uk", "quayle family co uk"),
         ("we lived at flat two, nine mill street", "flat two nine mill street"),
-        # added after set 5's per-type counts were seen (pets, Scottish forms, flats)
+        # pets, Scottish forms, flats
         ("the parrot is pedro and he whistles", "pedro"),
         ("my wee dug angus chases the postie", "angus"),
         ("the kids named the tortoise speedy", "speedy"),

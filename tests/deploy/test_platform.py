@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers.run import REPO
+
 CHECK = REPO / "deploy" / "check-platform.sh"
 PARITY = REPO / "deploy" / "arm64" / "parity.py"
 
@@ -98,13 +99,40 @@ def test_provision_refuses_a_32_bit_os_before_touching_anything(tmp_path):
     assert "== system packages" not in done.stdout
 
 
-def test_supported_python_is_what_the_wheel_check_uses():
+# Stands in for the host Python in deploy/arm64/wheels.sh: pip's calls are logged, `pip wheel`
+# leaves a pure wheel, `pip download` finds nothing (so the script stops before building);
+# everything else runs in the real interpreter.
+FAKE_PYTHON = """#!/usr/bin/env bash
+if [ "$1" = -m ] && [ "$2" = pip ]; then
+  printf '%s\\n' "${*:3}" >> "$PIP_LOG"
+  if [ "$3" = wheel ]; then
+    while [ "$1" != -w ]; do shift; done
+    touch "$2/srt-1.0-py3-none-any.whl"; exit 0
+  fi
+  echo "ERROR: No matching distribution found for numpy"; exit 1
+fi
+exec "$REAL_PYTHON" "$@"
+"""
+
+
+def test_supported_python_is_what_the_wheel_check_uses(tmp_path):
     done = subprocess.run(["bash", str(CHECK), "--python"], capture_output=True, text=True)
-    assert done.stdout.strip() == "3.11"
-    assert (
-        '--python-version "$(bash deploy/check-platform.sh --python)"'
-        in (REPO / "deploy" / "arm64" / "smoke.sh").read_text()
-    )
+    supported = done.stdout.strip()
+    assert supported == "3.11"
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(0o755)
+    log = tmp_path / "pip.log"
+    env = {**os.environ, "PIP_LOG": str(log), "REAL_PYTHON": sys.executable}
+    wheels = subprocess.run(
+        ["bash", str(REPO / "deploy" / "arm64" / "wheels.sh"), str(tmp_path / "out"),
+         "--python", str(fake)], capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert wheels.returncode == 1, wheels.stderr
+    assert f"no aarch64 wheel for Python {supported}: " in wheels.stderr
+    (download,) = [line.split() for line in log.read_text().splitlines() if "download" in line]
+    assert download[download.index("--python-version") + 1] == supported
+    assert download[download.index("--abi") + 1] == "cp" + supported.replace(".", "")
 
 
 def _parity_file(path: Path, emb: np.ndarray, emo: np.ndarray, choices: list[str],

@@ -16,7 +16,7 @@ from companion.research.merge import DEVICE_TABLES, SHARED_TABLES, open_study
 from companion.store import schema
 from companion.store.db import open_db
 
-README = Path(__file__).resolve().parent.parent / "docs" / "schema.md"
+README = Path(__file__).resolve().parents[2] / "docs" / "schema.md"
 
 
 @pytest.fixture(scope="module")
