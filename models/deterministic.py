@@ -131,7 +131,7 @@ def _static_shapes(graph) -> None:
     graph.initializer.extend([
         numpy_helper.from_array(np.array([0, 0, HEADS, head], np.int64), "det_heads_shape"),
         numpy_helper.from_array(np.array([0, 0, HIDDEN], np.int64), "det_hidden_shape"),
-        numpy_helper.from_array(np.float32(head) ** np.float32(0.5), "det_head_scale"),
+        numpy_helper.from_array(np.asarray(np.float32(head) ** np.float32(0.5)), "det_head_scale"),
     ])  # fmt: skip
     made_by = {o: n for n in graph.node for o in n.output}
     for n in graph.node:
