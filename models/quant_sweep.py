@@ -2,7 +2,7 @@
 
 Build-time only. Sensitivity sweep on one set of dev rows, figures reported on another:
 
-    .venv/bin/python models/quant_sweep.py --fp32 models/.build/companion-empathy-1.fp32.onnx \\
+    .venv/bin/python models/quant_sweep.py --fp32 models/.build/companion-empathy-2.fp32.onnx \\
         --data ../shared/data/empatheticdialogues/situations_dev.csv
 
 1. every unit (`layers.I.qkv|attn_out|inter|out`, `head`) kept fp32 alone, the rest quantized by

@@ -132,3 +132,11 @@ def test_imports_down_the_layers_pass() -> None:
              "mid2": "from models import mid, LAYERS\n", "top": "from models import low, mid2\n",
              "top2": "from companion.emotions import EMOTIONS\n"}  # fmt: skip
     assert problems(files, SYNTHETIC) == []
+
+
+def test_one_function_is_called_quantize() -> None:
+    """`quantize` is the shipped scheme (models/quant.py); every variant is named for what it
+    does, so a caller cannot take one for the other."""
+    defined = [name for name, source in sources().items() for node in ast.walk(ast.parse(source))
+               if isinstance(node, ast.FunctionDef) and node.name == "quantize"]  # fmt: skip
+    assert defined == ["quant"]
