@@ -1,6 +1,7 @@
-"""Build-time tools of the on-device model: export, quantize and fit it (never imported by the
-runtime package `companion`; the test install has no torch or onnx, so each module imports those
-where it needs them, and only the build extra runs them).
+"""Build-time tools of the on-device model: train, export, quantize and fit it. Never imported by
+the runtime package `companion`. The modules that train, export or quantize need the build extra
+(torch, onnx); the others run on the runtime's dependencies. The test install has no build
+extra: the tests import only the latter (`ackfit`) and read the others' source.
 
 The modules are in three layers. A module imports modules of its own layer or the layers below,
 never one above, and no import circle; the tools import no other tool (each runs as a script,

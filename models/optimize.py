@@ -29,7 +29,8 @@ from models.graph import HIDDEN, WINDOW, fuse
 from models.quant import QUANT, quantize_fused
 
 SHIPPED = resolve_model()  # the newest shipped model
-FP32_BUILD = SHIPPED.parent / ".build" / (SHIPPED.stem + ".fp32.onnx")  # from build.py
+# the fp32 export it was quantized from, in build.py's default scratch
+FP32_BUILD = Path(__file__).resolve().parent / ".build" / (SHIPPED.stem + ".fp32.onnx")
 
 SHOWN = ("Attention", "QAttention", "SkipLayerNormalization", "BiasGelu", "Gelu", "FastGelu",
          "MatMulInteger", "DynamicQuantizeMatMul", "MatMul", "LayerNormalization", "FusedMatMul",
