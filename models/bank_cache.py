@@ -5,18 +5,21 @@ Run after changing companion/data/stories.jsonl or the model:
 tests/model/test_empathy.py checks the file matches the stories and the model.
 """
 
-import sys
-from pathlib import Path
+import argparse
 
-# This checkout's package and model, not whichever one the venv's editable install points at.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from companion.engine.stories import bundled_stories
+from companion.model.empathy import bank_cache_path, write_bank_cache
+from companion.model.encode import Encoder
 
-from companion.engine.stories import bundled_stories  # noqa: E402
-from companion.model.empathy import bank_cache_path, write_bank_cache  # noqa: E402
-from companion.model.encode import Encoder  # noqa: E402
 
-if __name__ == "__main__":
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.parse_args()  # no options: --help says what it writes
     encoder = Encoder.load()
     path = bank_cache_path(encoder.version)
     write_bank_cache(encoder, bundled_stories(), path)
     print(f"wrote {path} ({path.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -27,16 +27,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from companion.emotions import EMOTIONS
+from models.graph import WINDOW
+from models.minilm import EmpathyModel, load_pretrained
+from models.quant import QUANT, quantize
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
-
-from minilm import EmpathyModel, load_pretrained  # noqa: E402
-
-from companion.emotions import EMOTIONS  # noqa: E402
-
 log = logging.getLogger("build")
-WINDOW = 128  # tokens per encoder window, [CLS] and [SEP] included
 
 
 @dataclass(frozen=True)
@@ -216,56 +213,6 @@ def metrics(logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
         "top3": round(top3, 4),
         "macro_f1": round(float(np.mean(f1s)), 4),
     }
-
-
-# How the fp32 export becomes the shipped int8 model: one definition, used by the build, the
-# cross-validation and the acknowledgement calibration (calibrate_ack.py keys its cache on it).
-# The graph is rebuilt so that x86 and ARM compute the same bits (models/optimize.py
-# `deterministic`, issue 16): every fp32 sum whose result differs between the CPUs (layer norm,
-# softmax) becomes a MatMul with a constant vector plus elementwise ops, query/key/value are one
-# MatMul, and the word/position tables are int8 per row. reduce_range (7-bit weights): x86 AVX2
-# without VNNI multiplies u8 activations by s8 weights with vpmaddubsw, whose int16 pair sums
-# saturate at 2*255*127; with |w| <= 64 they cannot (2*255*64 < 32767), so x86 and ARM compute
-# the same integers. "fp32" lists the units kept unquantized, chosen by models/quant_sweep.py
-# (rows 1000-1300 of the dev split; reported on rows 0-300). "session" is what the runtime must
-# set: onnxruntime's MatMulIntegerToFloat fusion makes kernels whose results differ by CPU, and
-# its MatMulScale fusion would fold the attention's constant scale into the scores' MatMul
-# (other rounding than the Div the model was calibrated and checked with).
-QUANT: dict = {
-    "method": "onnxruntime dynamic",
-    "graph": (
-        "deterministic: layer norm and softmax sums as MatMul (keys padded to the window), "
-        "q/k/v merged, constant head shapes, int8 tables"
-    ),
-    "weight_type": "QInt8",
-    "reduce_range": True,
-    "per_channel": True,
-    "fp32": ["layers.2.out"],
-    "session": {"disabled_optimizers": ["MatMulIntegerToFloatFusion", "MatMulScaleFusion"]},
-}
-
-
-def quantize(fp32: Path, out: Path, keep_fp32: list[str] | None = None) -> None:
-    """The int8 model from an fp32 export, by the scheme QUANT describes (`keep_fp32` overrides
-    QUANT["fp32"], for the sensitivity sweep)."""
-    from optimize import deterministic
-
-    deterministic(fp32, out, QUANT["fp32"] if keep_fp32 is None else keep_fp32, WINDOW)
-
-
-def quantize_fused(fused: Path, out: Path, keep_fp32: list[str] | None = None) -> None:
-    """The previous scheme (fused graph, dynamic int8) after the fusion step: the sensitivity
-    sweep and the benchmarks compare it; `quantize` is what ships."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from optimize import unit_nodes
-
-    units = QUANT["fp32"] if keep_fp32 is None else keep_fp32
-    exclude = unit_nodes(onnx.load(str(fused)).graph, units)
-    quantize_dynamic(fused, out, per_channel=QUANT["per_channel"],
-                     reduce_range=QUANT["reduce_range"], weight_type=QuantType.QInt8,
-                     nodes_to_exclude=exclude,
-                     extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})  # fmt: skip
 
 
 def export(model: EmpathyModel, out: Path, scratch: Path) -> None:

@@ -6,7 +6,7 @@ The shipped model (companion-empathy-2) is trained on the EmpatheticDialogues tr
 has never seen the dev split, so its own probabilities on dev are honest: they are computed by
 the runtime encoder exactly as a session computes them (int8, one text per call, long texts
 windowed) and cached in --scratch keyed by the model and the data. The rule's pooled thresholds
-(exact, family, valence, late family; `companion.engine.ackfit`) are fitted on dev situations
+(exact, family, valence, late family; models/ackfit.py) are fitted on dev situations
 and dev speaker stories together, and the fitting (an inner CV choosing how strict to be on the
 fitting rows, then the thresholds) is measured by an outer k-fold cross-validation on dev,
 printed per fold, overall and per kind of text. The final rule, fitted on all dev rows, is
@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from companion.emotions import EMOTIONS
-from companion.engine import ackfit, ackrule
+from companion.engine import ackrule
 from companion.model.encode import Encoder, read_emotion_csv, resolve_model
+from models import ackfit
 
 HERE = Path(__file__).resolve().parent
 RULE_PATH = HERE.parent / "companion" / "data" / "acknowledge_rule.json"

@@ -2,9 +2,9 @@
 with the same bits on x86 and ARM (issue 16): the unfused fp32 build with LayerNormalization and
 Softmax rebuilt from ops that onnxruntime computes identically on both (sums as MatMul with a
 constant vector, elementwise ops, Exp, Sqrt, ReduceMax), query/key/value merged, per-row int8
-embedding tables dequantized after the gather, then the dynamic int8 scheme of build.QUANT (its
-fp32 units kept). Run it with onnxruntime's MatMulIntegerToFloatFusion disabled: the kernels
-that fusion makes differ. Split from models/optimize.py, which re-exports it.
+embedding tables dequantized after the gather, then the dynamic int8 scheme of models/quant.py
+QUANT (its fp32 units kept). Run it with onnxruntime's MatMulIntegerToFloatFusion disabled: the
+kernels that fusion makes differ. models/quant.py `quantize` calls it with QUANT's units.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import onnx
 
-HEADS, HIDDEN = 12, 384
+from models.graph import HEADS, HIDDEN, unit_nodes
 
 
 def _layer_norm(node, p: str, eps_name: str) -> list:
@@ -131,7 +131,7 @@ def _static_shapes(graph) -> None:
     graph.initializer.extend([
         numpy_helper.from_array(np.array([0, 0, HEADS, head], np.int64), "det_heads_shape"),
         numpy_helper.from_array(np.array([0, 0, HIDDEN], np.int64), "det_hidden_shape"),
-        numpy_helper.from_array(np.float32(head) ** np.float32(0.5), "det_head_scale"),
+        numpy_helper.from_array(np.asarray(np.float32(head) ** np.float32(0.5)), "det_head_scale"),
     ])  # fmt: skip
     made_by = {o: n for n in graph.node for o in n.output}
     for n in graph.node:
@@ -157,13 +157,12 @@ def _prune(graph) -> None:
 
 def deterministic(fp32: Path, dst: Path, keep_fp32: list[str], max_tokens: int) -> Path:
     """The candidate scheme with the same bits on x86 and ARM (see the module docstring), for
-    windows of at most `max_tokens` (the runtime's window: build.WINDOW)."""
+    windows of at most `max_tokens` (the runtime's window: models/graph.py WINDOW)."""
     import tempfile
 
     import numpy as np
     from onnx import numpy_helper
     from onnxruntime.quantization import QuantType, quantize_dynamic
-    from optimize import unit_nodes  # here: optimize imports this module
 
     model = onnx.load(str(fp32))
     graph = model.graph

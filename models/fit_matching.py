@@ -16,10 +16,11 @@ import argparse
 import itertools
 import json
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
-from companion.engine.protocol import EMOTION_METRICS
+from companion.engine.protocol import EMOTION_METRICS, EmotionMetric
 from companion.model.encode import Encoder, read_emotion_csv, resolve_model
 from companion.model.evaluate import matching_metrics
 from companion.model.similarity import ScoreWeights
@@ -43,14 +44,14 @@ def main() -> None:
         half = np.arange(len(y)) % 2
         split.append((y, enc, half))
         for semantic, metric in grid:
-            weights = ScoreWeights(semantic, round(1 - semantic, 2), metric)
+            weights = ScoreWeights(semantic, round(1 - semantic, 2), cast(EmotionMetric, metric))
             whole = matching_metrics(y, enc, weights)
             print(json.dumps({"data": name, "semantic": semantic, "metric": metric,
                               "p_at_1": whole["p_at_1"], "p_at_5": whole["p_at_5"]}))  # fmt: skip
             for h in (0, 1):
                 idx = np.flatnonzero(half == h)
                 part = matching_metrics(y[idx], [enc[i] for i in idx], weights)
-                halves[(semantic, metric)][h] += part["p_at_1"] / len(DEV_FILES)
+                halves[(semantic, metric)][h] += cast(float, part["p_at_1"]) / len(DEV_FILES)
     for h in (0, 1):
         best = max(grid, key=lambda g: halves[g][h])
         print(json.dumps({"chosen_on_half": h, "semantic": best[0], "metric": best[1],

@@ -1,96 +1,44 @@
-"""Build-time only (onnx, onnxruntime.transformers): the graph steps of the shipped model.
+"""Build-time only (onnx, onnxruntime): graph and quantization variants of the shipped model, which
+tests/bench compares (a tool: it sits on models/graph.py, models/quant.py and
+models/deterministic.py).
 
-- `fuse`: onnxruntime's transformer optimizer (model_type bert): Attention, SkipLayerNormalization,
-  BiasGelu and EmbedLayerNormalization. Attention fuses because models/minilm.py builds the
-  attention mask in the order the optimizer matches (Unsqueeze, Cast, Sub, Mul).
-- `unit_nodes`: the graph nodes of named units (`layers.I.qkv` ...), fused or not, for
-  build.py's QUANT["fp32"] (the units kept in fp32).
-- `variants`: graph and quantization variants of the fp32 build that tests/bench compares.
+- `variants`: graph and quantization variants of the fp32 build.
+- `dynamic_int8_all_units`: dynamic per-channel int8 of a fused graph with no unit kept in fp32.
 - `ulp_perturbed`: the x86-only stand-in for arm64 (issue 16): the output of every op whose fp32
   result differs between x86 and ARM (FP32_ACTIVATION_OPS: layer norms, attention's softmax)
   multiplied by 1 + k*2^-23 per column (k in -1, 0, 0, 1, fixed seed). Its cosine to the
   unperturbed model tracks the emulated arm64 parity (models/README.md).
 - `static_scales`: DynamicQuantizeLinear replaced by QuantizeLinear with scales calibrated on
   given token windows (a variant to compare; it does not fix the parity, see models/README.md).
-- `weight_only`: MatMulNBits weight-only int4/int8 of the fused graph (variants to compare).
 - `exposed`: every node output made a graph output, for `deploy/arm64/parity.py trace`.
-- `deterministic` (in models/deterministic.py, re-exported here): the shipped int8 scheme with
-  the same bits on x86 and ARM (issue 16).
 
     .venv/bin/python models/optimize.py OUT_DIR      # writes the variants, prints their ops
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
-import logging
-import sys
 from pathlib import Path
 
 import onnx
 
-REPO = Path(__file__).resolve().parent.parent
-SHIPPED = REPO / "models" / "companion-empathy-1.onnx"
-FP32_BUILD = REPO / "models" / ".build" / "companion-empathy-1.fp32.onnx"  # from build.py
+from companion.model.encode import resolve_model
+from models.deterministic import deterministic
+from models.graph import HIDDEN, WINDOW, fuse
+from models.quant import QUANT, quantize_fused
 
-
-from deterministic import HEADS, HIDDEN, deterministic  # noqa: E402, F401  (re-exported)
+SHIPPED = resolve_model()  # the newest shipped model
+# the fp32 export it was quantized from, in build.py's default scratch
+FP32_BUILD = Path(__file__).resolve().parent / ".build" / (SHIPPED.stem + ".fp32.onnx")
 
 SHOWN = ("Attention", "QAttention", "SkipLayerNormalization", "BiasGelu", "Gelu", "FastGelu",
          "MatMulInteger", "DynamicQuantizeMatMul", "MatMul", "LayerNormalization", "FusedMatMul",
-         "EmbedLayerNormalization", "QEmbedLayerNormalization", "MatMulNBits")  # fmt: skip
+         "EmbedLayerNormalization", "QEmbedLayerNormalization")  # fmt: skip
 
 
-def fuse(src: Path, dst: Path) -> Path:
-    from onnxruntime.transformers.optimizer import optimize_model
-
-    logging.getLogger("onnxruntime.transformers").setLevel(logging.WARNING)
-    opt = optimize_model(str(src), model_type="bert", num_heads=HEADS, hidden_size=HIDDEN,
-                         opt_level=1, use_gpu=False)  # fmt: skip
-    opt.save_model_to_file(str(dst))
-    return dst
-
-
-ROLES = ("qkv", "attn_out", "inter", "out")  # the four weight matrices of each encoder layer
-
-
-def all_units(layers: int = 6) -> list[str]:
-    """Every quantizable unit: `layers.I.ROLE`, the emotion `head` and the token `embedding`."""
-    return [f"layers.{i}.{r}" for i in range(layers) for r in ROLES] + ["head", "embedding"]
-
-
-def unit_nodes(graph, units: list[str]) -> list[str]:
-    """Node names of `units` in an exported graph, fused (Attention) or not (query/key/value)."""
-    by_name = {n.name: n for n in graph.node}
-    producer = {o: n for n in graph.node for o in n.output}
-    names = []
-    for unit in units:
-        found: list[str] = []
-        if unit == "head":
-            found = [n for n in ("/head/Gemm", "/head/MatMul") if n in by_name]
-            # quantize_dynamic first rewrites a Gemm as MatMul + Add named after it
-            found += [n + "_MatMul" for n in found if n.endswith("Gemm")]
-        elif unit == "embedding":
-            found = [n.name for n in graph.node if n.op_type == "EmbedLayerNormalization"
-                     or (n.op_type == "Gather" and "word.weight" in n.input)]  # fmt: skip
-        elif unit.startswith("layers.") and unit.split(".")[-1] == "qkv":
-            i = unit.split(".")[1]
-            found = [f"/layers.{i}/{p}/MatMul" for p in ("query", "key", "value")]
-            found = [n for n in found if n in by_name]
-            attn_out = by_name.get(f"/layers.{i}/attn_out/MatMul")
-            if not found and attn_out is not None:
-                att = producer.get(attn_out.input[0])
-                found = [att.name] if att is not None and att.op_type == "Attention" else []
-        elif unit.startswith("layers."):
-            _, i, role = unit.split(".")
-            found = [n for n in (f"/layers.{i}/{role}/MatMul",) if n in by_name]
-        if not found:
-            raise ValueError(f"no node in the graph for quantization unit {unit!r}")
-        names += found
-    return names
-
-
-def quantize(src: Path, dst: Path, *, reduce_range: bool, unsigned: bool = False) -> Path:
+def dynamic_int8_all_units(src: Path, dst: Path, *, reduce_range: bool,
+                           unsigned: bool = False) -> Path:  # fmt: skip
     """Dynamic per-channel int8 of a fused graph, every unit quantized (a variant to compare)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -199,21 +147,6 @@ def exposed(src: Path, dst: Path) -> Path:
     return dst
 
 
-def weight_only(src: Path, dst: Path, bits: int, accuracy_level: int | None = None) -> Path:
-    """Every MatMul with a constant weight as MatMulNBits (blocks of 32 along the input axis,
-    symmetric), activations stay fp32. accuracy_level 4 lets the kernel quantize activations to
-    int8 per block for the dot products. The fused Attention keeps its fp32 query/key/value
-    weights: the quantizer only rewrites MatMul nodes."""
-    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
-
-    logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)
-    quantizer = MatMulNBitsQuantizer(onnx.load(str(src)), bits=bits, block_size=32,
-                                     is_symmetric=True, accuracy_level=accuracy_level)  # fmt: skip
-    quantizer.process()
-    quantizer.model.save_model_to_file(str(dst))
-    return dst
-
-
 def op_counts(path: Path) -> dict[str, int]:
     return dict(collections.Counter(n.op_type for n in onnx.load(str(path)).graph.node))
 
@@ -222,9 +155,6 @@ def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
     """The shipped int8 model beside the fp32 build it was quantized from and alternatives."""
     if not fp32.exists():
         raise SystemExit(f"{fp32} is missing: run models/build.py (--folds 0) to make it")
-    sys.path.insert(0, str(REPO / "models"))
-    from build import QUANT, WINDOW, quantize_fused
-
     out.mkdir(parents=True, exist_ok=True)
     fused = fuse(fp32, out / "fused.fp32.onnx")
     all_int8 = out / "fused.int8-rr.onnx"
@@ -234,14 +164,10 @@ def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
         "fp32 build": fp32,
         "fp32 fused": fused,
         "int8 fused, 7-bit, no fp32 units": all_int8,
-        "int8 fused, 8-bit s8 (old)": quantize(fused, out / "fused.int8-s8.onnx",
-                                               reduce_range=False),
+        "int8 fused, 8-bit s8 (old)": dynamic_int8_all_units(fused, out / "fused.int8-s8.onnx",
+                                                             reduce_range=False),
         "int8 deterministic (candidate)": deterministic(fp32, out / "det.int8.onnx",
                                                         QUANT["fp32"], WINDOW),
-        "MatMulNBits int4 fused": weight_only(fused, out / "fused.q4.onnx", 4),
-        "MatMulNBits int4 fused, int8 compute": weight_only(fused, out / "fused.q4a4.onnx", 4, 4),
-        "MatMulNBits int8 fused": weight_only(fused, out / "fused.q8.onnx", 8),
-        "MatMulNBits int8 fused, int8 compute": weight_only(fused, out / "fused.q8a4.onnx", 8, 4),
     }  # fmt: skip
 
 
@@ -255,9 +181,16 @@ def runtime_ops(path: Path, out: Path) -> dict[str, int]:
     return op_counts(out)
 
 
-if __name__ == "__main__":
-    for name, path in variants(Path(sys.argv[1])).items():
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("out_dir", type=Path, help="where the variants are written")
+    args = ap.parse_args()
+    for name, path in variants(args.out_dir).items():
         ops = op_counts(path)
         shown = {k: v for k, v in sorted(ops.items()) if k in SHOWN}
         size = path.stat().st_size / 1e6
         print(f"{name}: {path} ({size:.1f} MB, {sum(ops.values())} nodes) {shown}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,8 @@
-"""Choose which units of the model stay fp32 in the int8 build (QUANT["fp32"] in build.py).
+"""Choose which units of the model stay fp32 in the int8 build (QUANT["fp32"] in models/quant.py).
 
 Build-time only. Sensitivity sweep on one set of dev rows, figures reported on another:
 
-    .venv/bin/python models/quant_sweep.py --fp32 models/.build/companion-empathy-1.fp32.onnx \\
+    .venv/bin/python models/quant_sweep.py --fp32 models/.build/companion-empathy-2.fp32.onnx \\
         --data ../shared/data/empatheticdialogues/situations_dev.csv
 
 1. every unit (`layers.I.qkv|attn_out|inter|out`, `head`) kept fp32 alone, the rest quantized by
@@ -22,19 +22,14 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import csv  # noqa: E402
 import json  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
-
-from build import QUANT, quantize_fused  # noqa: E402
-from optimize import all_units, fuse  # noqa: E402
-
 from companion.model.encode import Encoder  # noqa: E402
+from models.graph import all_units, fuse  # noqa: E402
+from models.quant import QUANT, quantize_fused  # noqa: E402
 
 
 def rows(data: Path, span: str) -> list[str]:

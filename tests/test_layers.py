@@ -241,3 +241,24 @@ def test_light_commands_import_no_heavy_native_module(tmp_path: Path) -> None:
     )  # fmt: skip
     for command in commands:
         assert heavy_imports(*command, home=home) == set(), command
+
+
+def test_the_runtime_never_imports_the_build_tools() -> None:
+    """companion/ never imports models/ (the build-time tools: torch, onnx; a wheel ships none of
+    them), not even lazily inside a function."""
+
+    def models_imports(source: str) -> list[str]:
+        found = []
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                found += [a.name for a in node.names if a.name.split(".")[0] == "models"]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                found += [node.module] if (node.module or "").split(".")[0] == "models" else []
+        return found
+
+    for line in ("import models.quant", "from models import ackfit", "def f():\n    import models"):
+        assert models_imports(line + "\n"), f"{line!r} should be found"
+    assert models_imports("from companion.model import encode\nimport modelsx\n") == []
+    found = {str(path.relative_to(REPO)): models_imports(path.read_text())
+             for path in sorted(PACKAGE.rglob("*.py"))}  # fmt: skip
+    assert {name: hits for name, hits in found.items() if hits} == {}

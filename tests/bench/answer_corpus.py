@@ -18,19 +18,16 @@ import argparse
 import hashlib
 import json
 import os
-import sys
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from companion.engine.items import SPOKEN_YES_NO, parse_item  # noqa: E402
-from companion.engine.protocol import Item, load_protocol  # noqa: E402
-from companion.voice.audio import read_wav, write_wav  # noqa: E402
-from tests.helpers.speech import RATE, speech_pcm  # noqa: E402
+from companion.engine.items import SPOKEN_YES_NO, parse_item
+from companion.engine.protocol import Item, load_protocol
+from companion.voice.audio import read_wav, write_wav
+from tests.helpers.speech import RATE, speech_pcm
 
 VOICES = (
     "en-us",

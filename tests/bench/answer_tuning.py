@@ -7,11 +7,8 @@ confidence and sweeping its bars on the tuning voices.
 
 from __future__ import annotations
 
-import sys
 from collections import Counter, defaultdict
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from companion.voice.channels import VoiceSettings  # noqa: E402
 from tests.bench.answer_corpus import half  # noqa: E402
 

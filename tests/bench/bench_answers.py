@@ -27,14 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import astuple
 from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from companion.engine.dialogue import Expectation  # noqa: E402
 from companion.engine.items import SPOKEN_YES_NO, parse_item, vocabulary_for  # noqa: E402
 from companion.voice.audio import WavSource  # noqa: E402

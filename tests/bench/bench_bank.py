@@ -27,15 +27,12 @@ import csv  # noqa: E402
 import io  # noqa: E402
 import random  # noqa: E402
 import statistics  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
 from companion import app  # noqa: E402
 from companion.clock import iso, utc_now  # noqa: E402
 from companion.engine.stories import Story, add_stories, load_stories  # noqa: E402

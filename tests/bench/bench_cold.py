@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.bench.machine import cpu_line
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-from tests.bench.machine import cpu_line  # noqa: E402
 
 
 def companion(*args: str, home: Path, **kw) -> subprocess.Popen:

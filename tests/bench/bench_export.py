@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from companion.research.export import ExportOptions, export_home  # noqa: E402
-from companion.research.merge import merge_exports  # noqa: E402
-from companion.research.report import write_report  # noqa: E402
-from tests.helpers.study import fill_study, make_home  # noqa: E402
+from companion.research.export import ExportOptions, export_home
+from companion.research.merge import merge_exports
+from companion.research.report import write_report
+from tests.helpers.study import fill_study, make_home
 
 
 def size(path: Path) -> int:

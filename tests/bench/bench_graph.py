@@ -22,20 +22,15 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import csv  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "models"), str(Path(__file__).resolve().parent)]
-
-import optimize  # noqa: E402
-from bench_model import latency_ms, session  # noqa: E402
-from machine import cpu_line  # noqa: E402
-
 from companion.model.encode import Encoder  # noqa: E402
+from models import optimize  # noqa: E402
+from tests.bench.bench_model import latency_ms, session  # noqa: E402
+from tests.bench.machine import cpu_line  # noqa: E402
 
 
 def texts(data: Path | None) -> list[str]:

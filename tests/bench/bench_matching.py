@@ -25,12 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "models")]
+from companion.model.encode import Encoder, disabled_optimizers, read_emotion_csv
+from companion.model.evaluate import precision_at
+from companion.model.similarity import emotion_similarity
 
-from companion.model.encode import Encoder, disabled_optimizers, read_emotion_csv  # noqa: E402
-from companion.model.evaluate import precision_at  # noqa: E402
-from companion.model.similarity import emotion_similarity  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 WEIGHTS = (0.2, 0.4, 0.6, 0.8, 1.0)  # the emotion weight; semantic = 1 - it
 METRICS = ("agreement", "bhattacharyya")
@@ -41,16 +40,17 @@ def fold_encodings(data: Path, scratch: Path, folds: int,
     """Per fold: its held-out rows' embeddings, emotion probabilities and labels. `template`
     (with {k}) names fp32 fold models trained on the same folds by another config
     (`calibrate_ack.py --fold K --fold-out PATH --config JSON`)."""
-    import build
     import onnxruntime as ort
-    from calibrate_ack import cache_keys
+
+    from models import build, quant
+    from models.calibrate_ack import cache_keys
 
     enc = Encoder.load()
     sidecar = enc.meta
     labels, texts = read_emotion_csv(data)
     y = np.asarray(labels)
     cfg = sidecar["training"]["config"]
-    train_key, quant_key = cache_keys(data, json.dumps(cfg, sort_keys=True), folds, build.QUANT)
+    train_key, quant_key = cache_keys(data, json.dumps(cfg, sort_keys=True), folds, quant.QUANT)
     fold_of = build.stratified_folds(np.asarray(build.load_rows(data)[1]), folds, cfg["seed"])
     out = []
     for k in range(folds):
@@ -63,7 +63,7 @@ def fold_encodings(data: Path, scratch: Path, folds: int,
             sys.exit(f"{fp32} is missing: run models/calibrate_ack.py --data {data} "
                      f"--folds {folds} --scratch {scratch} first")  # fmt: skip
         if not int8.exists():
-            build.quantize(fp32, int8)
+            quant.quantize(fp32, int8)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.log_severity_level = 3

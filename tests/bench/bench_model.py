@@ -30,13 +30,11 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO), str(Path(__file__).resolve().parent)]
-
-from machine import cpu_line  # noqa: E402
-
 from companion.model.encode import Encoder, disabled_optimizers  # noqa: E402
 from companion.model.similarity import ScoreWeights, rank  # noqa: E402
+from tests.bench.machine import cpu_line  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
 
 SAMPLE = [
     "I was so nervous before my job interview that my hands were shaking.",

@@ -27,9 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.bench.machine import cpu_line
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-from tests.bench.machine import cpu_line  # noqa: E402
 
 # Per-core int8 MACs per cycle, from the cores' published NEON/SIMD issue widths (assumptions):
 # A53: ARMv8.0, in-order, one 64-bit-wide NEON MLA per cycle (SMLAL .8b: 8 MACs), no dot product.

@@ -26,16 +26,14 @@ import argparse
 import csv
 import platform
 import re
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from companion.research.deidentify import Redactor, redactor_for  # noqa: E402
-from companion.research.ner import load_pipeline  # noqa: E402
-from tests.bench.machine import cpu_line  # noqa: E402
-from tests.helpers.planted import (  # noqa: E402
+from companion.research.deidentify import Redactor, redactor_for
+from companion.research.ner import load_pipeline
+from tests.bench.machine import cpu_line
+from tests.helpers.planted import (
     FRESH,
     OWN_FIRST,
     Planted,

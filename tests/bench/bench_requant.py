@@ -1,7 +1,7 @@
 """Quantization schemes of the fp32 build side by side: fidelity and the AVX2 saturation risk.
 
 For each scheme on the fused graph (8-bit signed weights, 7-bit `reduce_range` weights, unsigned
-weights, the shipped scheme: 7-bit with build.py's QUANT["fp32"] units kept in fp32, and that
+weights, the shipped scheme: 7-bit with models/quant.py's QUANT["fp32"] units kept fp32, and that
 scheme with static activation scales calibrated on dev rows 1000-1300 when --data is given, and
 the deterministic candidate, models/deterministic.py): the
 minimum and mean embedding cosine and the emotion top-1 agreement against the fp32 build over 300
@@ -24,22 +24,19 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "models"), str(Path(__file__).resolve().parent)]
-
-import optimize  # noqa: E402
-from bench_graph import outputs, texts  # noqa: E402
-from bench_model import session  # noqa: E402
-from build import QUANT  # noqa: E402
-from machine import cpu_line  # noqa: E402
-
 from companion.model.encode import Encoder  # noqa: E402
+from models import optimize  # noqa: E402
+from models.deterministic import deterministic  # noqa: E402
+from models.graph import WINDOW, fuse  # noqa: E402
+from models.quant import QUANT, quantize_fused  # noqa: E402
+from tests.bench.bench_graph import outputs, texts  # noqa: E402
+from tests.bench.bench_model import session  # noqa: E402
+from tests.bench.machine import cpu_line  # noqa: E402
 
 
 def saturating_pairs(path: Path) -> float:
@@ -71,20 +68,18 @@ def main() -> None:
     ref, ref_top = outputs(session(optimize.FP32_BUILD), encoder, batch)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        fused = optimize.fuse(optimize.FP32_BUILD, out / "fused.onnx")
+        fused = fuse(optimize.FP32_BUILD, out / "fused.onnx")
+        every_unit = optimize.dynamic_int8_all_units
         schemes = {
-            "s8 8-bit (saturates on AVX2)": optimize.quantize(fused, out / "s8.onnx",
-                                                              reduce_range=False),
-            "s8 7-bit reduce_range": optimize.quantize(fused, out / "rr.onnx", reduce_range=True),
-            "u8 weights": optimize.quantize(fused, out / "u8.onnx", reduce_range=False,
-                                            unsigned=True),
+            "s8 8-bit (saturates on AVX2)": every_unit(fused, out / "s8.onnx", reduce_range=False),
+            "s8 7-bit reduce_range": every_unit(fused, out / "rr.onnx", reduce_range=True),
+            "u8 weights": every_unit(fused, out / "u8.onnx", reduce_range=False, unsigned=True),
             "shipped (7-bit + fp32 units)": optimize.SHIPPED,
-            "deterministic (candidate)": optimize.deterministic(
-                optimize.FP32_BUILD, out / "det.onnx", QUANT["fp32"]),
+            "deterministic (candidate)": deterministic(
+                optimize.FP32_BUILD, out / "det.onnx", QUANT["fp32"], WINDOW),
         }  # fmt: skip
         if args.data:
-            from build import quantize_fused
-            from quant_sweep import rows
+            from models.quant_sweep import rows
 
             calib = [encoder.token_windows(t) for t in rows(args.data, "1000:1300")]
             quantize_fused(fused, out / "dyn.onnx")

@@ -23,21 +23,20 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO), str(REPO / "models")]
+from companion.model.encode import Encoder, read_emotion_csv
 
-from companion.model.encode import Encoder, read_emotion_csv  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 def fold_models(enc: Encoder, data: Path, scratch: Path, seed: int, folds: int,
                 jobs: int) -> list[Path]:  # fmt: skip
     """The fp32 fold models of the shipped config under `seed`, trained where missing."""
-    import build
-    from calibrate_ack import cache_keys
+    from models import quant
+    from models.calibrate_ack import cache_keys
 
     cfg = {**enc.meta["training"]["config"], "seed": seed}
     cfg_json = json.dumps(cfg, sort_keys=True)
-    key = cache_keys(data, cfg_json, folds, build.QUANT)[0]
+    key = cache_keys(data, cfg_json, folds, quant.QUANT)[0]
     paths = [scratch / f"ack-oof-{key}-fold{k}.fp32.onnx" for k in range(folds)]
     pending = [k for k, p in enumerate(paths) if not p.exists()]
     while pending:
@@ -52,8 +51,9 @@ def fold_models(enc: Encoder, data: Path, scratch: Path, seed: int, folds: int,
 
 
 def out_of_fold(enc: Encoder, data: Path, paths: list[Path], seed: int) -> np.ndarray:
-    import build
     import onnxruntime as ort
+
+    from models import build
 
     _, texts = read_emotion_csv(data)
     fold_of = build.stratified_folds(np.asarray(build.load_rows(data)[1]), len(paths), seed)

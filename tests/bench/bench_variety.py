@@ -11,15 +11,13 @@ times a wording was used, how many uses repeated a wording said within the proto
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.bench.machine import cpu_line  # noqa: E402
-from tests.helpers.month import repetitions, run_month  # noqa: E402
+from tests.bench.machine import cpu_line
+from tests.helpers.month import repetitions, run_month
 
 
 def main() -> None:

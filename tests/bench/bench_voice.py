@@ -23,9 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from tests.helpers.speech import ANSWER_VOCAB, STORY, pad, speech_pcm, with_noise  # noqa: E402
+from tests.helpers.speech import ANSWER_VOCAB, STORY, pad, speech_pcm, with_noise
 
 FRAME_MS = 30
 FB = 16000 * FRAME_MS // 1000 * 2

@@ -15,22 +15,20 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from companion.engine.dialogue import Expectation  # noqa: E402
-from companion.engine.protocol import load_protocol  # noqa: E402
-from companion.voice.audio import WavSource  # noqa: E402
-from companion.voice.channels import VoiceChannel, VoiceSettings  # noqa: E402
-from companion.voice.vocab import check_vocabulary  # noqa: E402
-from tests.bench.answer_corpus import mix, noise_bed  # noqa: E402
-from tests.bench.bench_answers import _Quiet, _Sink, auc  # noqa: E402
-from tests.bench.machine import cpu_line  # noqa: E402
-from tests.helpers.speech import speech_pcm  # noqa: E402
+from companion.engine.dialogue import Expectation
+from companion.engine.protocol import load_protocol
+from companion.voice.audio import WavSource
+from companion.voice.channels import VoiceChannel, VoiceSettings
+from companion.voice.vocab import check_vocabulary
+from tests.bench.answer_corpus import mix, noise_bed
+from tests.bench.bench_answers import _Quiet, _Sink, auc
+from tests.bench.machine import cpu_line
+from tests.helpers.speech import speech_pcm
 
 # Our own answer set: "one" to "five" (native numbers), yes, no, again, pass.
 ANSWERS = ("하나", "둘", "셋", "넷", "다섯", "네", "아니요", "다시", "통과")

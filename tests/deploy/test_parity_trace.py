@@ -14,12 +14,10 @@ import numpy as np
 import pytest
 
 from companion.model.encode import default_model_dir
+from deploy.arm64.parity import compare_traces
 
 REPO = Path(__file__).resolve().parents[2]
 PARITY = REPO / "deploy" / "arm64" / "parity.py"
-sys.path.insert(0, str(PARITY.parent))
-
-from parity import compare_traces  # noqa: E402
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:

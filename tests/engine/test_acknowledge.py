@@ -10,11 +10,11 @@ import pytest
 
 from companion.emotions import EMOTIONS, FAMILIES, family_of
 from companion.engine import ackrule
-from companion.engine.ackfit import fit
 from companion.engine.acknowledge import FAMILY, FEELING_WORDS, NAMED, NEUTRAL, acknowledgement
 from companion.engine.ackrule import Decision, decide, score
 from companion.engine.variety import PhraseMemory
 from companion.model.encode import resolve_model
+from models.ackfit import fit
 from tests.helpers.run import REPO, one_error_line, run_cli
 
 

@@ -8,7 +8,6 @@ import random
 import pytest
 
 from companion.emotions import EMOTIONS, FAMILIES, VALENCE, family_of, valence_of
-from companion.engine.ackfit import fit
 from companion.engine.acknowledge import (
     FAMILY,
     FEELING_WORDS,
@@ -20,6 +19,7 @@ from companion.engine.acknowledge import VALENCE as PHRASES
 from companion.engine.ackrule import Decision, decide, parse_rule, score
 from companion.engine.variety import PhraseMemory
 from companion.errors import ConfigError
+from models.ackfit import fit
 
 POSITIVE, NEGATIVE = VALENCE["positive"], VALENCE["negative"]
 

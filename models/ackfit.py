@@ -1,5 +1,5 @@
-"""Fitting the acknowledgement rule (`ackrule`) to labelled probabilities. Build-time only:
-`models/calibrate_ack.py` runs it on out-of-fold probabilities; the device only loads the rule.
+"""Fitting the acknowledgement rule (`companion.engine.ackrule`) to labelled probabilities.
+Build-time: `models/calibrate_ack.py` runs it on the dev split; the device only loads the rule.
 
 One threshold per level, pooled over its candidates: the exact feeling's probability, the
 likeliest family's summed probability, the likeliest valence group's summed probability, and
