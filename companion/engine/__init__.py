@@ -3,7 +3,7 @@
 Owns the session (`session`), the channel interface (`dialogue`), answer parsing (`answers`;
 what each item accepts: `items`),
 the study protocol (`protocol`), acknowledgements (`acknowledge`; the naming rule `ackrule`,
-fitted at build time by `ackfit`), the story bank (`stories`),
+fitted at build time by `models/ackfit.py`), the story bank (`stories`),
 story choice (`match`), the text channel (`textio`) and the simulated participant (`simulate`).
 
 May import: the foundation modules (`companion.errors`, `emotions`, `checksum`, `files`,
