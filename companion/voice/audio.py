@@ -159,8 +159,9 @@ class WavSource:
         self.start_calls = 0
 
     @classmethod
-    def from_pcm(cls, pcm: bytes, frame_ms: int = 30) -> WavSource:
-        src = cls([], frame_ms)
+    def from_pcm(cls, pcm: bytes, frame_ms: int = 30, **faults: int | None) -> WavSource:
+        """A source of `pcm` (16 kHz mono int16), with the same injected faults as a file's."""
+        src = cls([], frame_ms, **faults)  # type: ignore[arg-type]
         src._pcm = pcm + b"\0" * (-len(pcm) % src._fb)
         return src
 

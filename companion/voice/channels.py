@@ -78,6 +78,30 @@ class VoiceSettings(VoiceConfig):
         return SpeakerSettings(self.tts_voice, self.tts_rate, self.tts_volume)
 
 
+def judge(
+    transcript: Transcript, mode: Mode, snr: float, min_answer_snr_db: float
+) -> tuple[str, float | None]:
+    """An answer too unlikely to be right is not heard (asked again), never stored.
+
+    Below `min_answer_snr_db` a grammar decoder picks answers out of noise, sometimes
+    with a high confidence (white noise is not in the calibration corpus): not heard.
+    Above it, a pocketsphinx answer whose confidence (with the room's speech-to-noise)
+    is below `reject_below(snr)` is not heard either.
+    """
+    text, conf = transcript.text, transcript.confidence
+    if mode != "grammar" or not text:
+        return text, conf
+    if snr < min_answer_snr_db:
+        log.info("not heard: %r at speech-to-noise %.1f dB", text, snr)
+        return "", None
+    if transcript.features is not None:
+        conf = confidence.probability(confidence.with_snr(transcript.features, snr))
+        if conf < confidence.reject_below(snr):
+            log.info("not heard: %r at confidence %.2f (%.1f dB)", text, conf, snr)
+            return "", None
+    return text, conf
+
+
 class VoiceChannel:
     """dialogue.Channel over an AudioSource and an AudioSink.
 
@@ -232,7 +256,7 @@ class VoiceChannel:
                 audio_path = self._keep(b"".join(turn_pcm), t0)
                 snr = level.snr_db(round(event.start_s / frame_s))
                 self.last_snr = snr
-                text, confidence = self._judge(transcript, mode, snr)
+                text, confidence = judge(transcript, mode, snr, self.settings.min_answer_snr_db)
                 return Heard(
                     text,
                     t0 + timedelta(seconds=event.start_s),
@@ -240,27 +264,6 @@ class VoiceChannel:
                     confidence,
                     audio_path,
                 )
-
-    def _judge(self, transcript: Transcript, mode: Mode, snr: float) -> tuple[str, float | None]:
-        """An answer too unlikely to be right is not heard (asked again), never stored.
-
-        Below `min_answer_snr_db` a grammar decoder picks answers out of noise, sometimes
-        with a high confidence (white noise is not in the calibration corpus): not heard.
-        Above it, a pocketsphinx answer whose confidence (with the room's speech-to-noise)
-        is below `reject_below(snr)` is not heard either.
-        """
-        text, conf = transcript.text, transcript.confidence
-        if mode != "grammar" or not text:
-            return text, conf
-        if snr < self.settings.min_answer_snr_db:
-            log.info("not heard: %r at speech-to-noise %.1f dB", text, snr)
-            return "", None
-        if transcript.features is not None:
-            conf = confidence.probability(confidence.with_snr(transcript.features, snr))
-            if conf < confidence.reject_below(snr):
-                log.info("not heard: %r at confidence %.2f (%.1f dB)", text, conf, snr)
-                return "", None
-        return text, conf
 
     @staticmethod
     def _hypothesis(detector: TurnDetector, partial: object, mode: Mode,

@@ -225,6 +225,11 @@ class PocketsphinxRecognizer:
         self._partials: list[str] = []
         self.open = False
 
+    @property
+    def phrases(self) -> frozenset[str]:
+        """What this turn's grammar listens for (answers and the hedges kept beside them)."""
+        return self._phrases
+
     def _start(self) -> None:
         if not self.open:
             self._dec.start_utt()

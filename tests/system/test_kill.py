@@ -139,12 +139,13 @@ def restart_and_check(home: Path, outcome: Outcome, known_sessions: set[int]) ->
 def kill_series(home: Path, seed: int, kills: int) -> tuple[int, int, int]:
     rng = random.Random(seed)
     known: set[int] = set()
-    lost = acknowledged = 0
+    lost = acknowledged = landed = 0
     for _ in range(kills):
         outcome = session_until_kill(home, rng)
         acknowledged += len(outcome.acknowledged)
+        landed += bool(outcome.acknowledged)  # the kill hit a session mid-conversation
         lost += restart_and_check(home, outcome, known)
-    return kills, acknowledged, lost
+    return landed, acknowledged, lost
 
 
 def test_sigkill_during_sessions_loses_no_acknowledged_answer(tmp_path: Path) -> None:
@@ -157,10 +158,11 @@ def test_sigkill_during_sessions_loses_no_acknowledged_answer(tmp_path: Path) ->
     halves = [KILLS // 2, KILLS - KILLS // 2]
     with ThreadPoolExecutor(2) as pool:
         results = list(pool.map(kill_series, homes, [11, 12], halves))
-    kills = sum(r[0] for r in results)
+    landed = sum(r[0] for r in results)
     acknowledged = sum(r[1] for r in results)
     lost = sum(r[2] for r in results)
-    print(f"\nkill harness: {kills} kills, {acknowledged} acknowledged answers, {lost} lost")
-    assert kills == KILLS
-    assert acknowledged > KILLS  # the kills really landed mid-conversation
+    print(f"\nkill harness: {KILLS} kills, {landed} mid-conversation, "
+          f"{acknowledged} acknowledged answers, {lost} lost")
+    # Most kills must land after answers were acknowledged, or the harness tests nothing.
+    assert landed >= KILLS // 2 and acknowledged > KILLS
     assert lost == 0

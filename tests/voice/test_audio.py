@@ -141,8 +141,7 @@ def test_frame_queue_overflow_is_counted_not_fatal(caplog) -> None:
 
 
 def test_open_fails_then_succeeds() -> None:
-    src = WavSource.from_pcm(b"\1\0" * 1000)
-    src._fail_open = 2  # noqa: SLF001 - fault injection
+    src = WavSource.from_pcm(b"\1\0" * 1000, fail_open=2)
     for _ in range(2):
         with pytest.raises(DeviceError, match="failed to open"):
             src.start()

@@ -84,8 +84,7 @@ def resample_played(sink: WavSink) -> bytes:
 
 
 def test_device_vanishes_then_end_of_input(sphinx, caplog) -> None:
-    src = WavSource.from_pcm(b"")
-    src._vanish_after = 20  # noqa: SLF001 - fault injection
+    src = WavSource.from_pcm(b"", vanish_after=20)
     ch = VoiceChannel(VoiceSettings(), src, WavSink(), recognizers=sphinx, sleep=lambda s: None)
     with pytest.raises(EndOfInput):
         ch.listen(ANSWER)
@@ -95,8 +94,7 @@ def test_device_vanishes_then_end_of_input(sphinx, caplog) -> None:
 
 def test_open_fails_twice_then_recovers(sphinx) -> None:
     pcm = with_noise(pad(speech_pcm("four", "en-gb+m3", 160), 0.6, 1.5), 20, seed=3)
-    src = WavSource.from_pcm(pcm)
-    src._fail_open = 2  # noqa: SLF001
+    src = WavSource.from_pcm(pcm, fail_open=2)
     slept: list[float] = []
     ch = VoiceChannel(VoiceSettings(), src, WavSink(), recognizers=sphinx, sleep=slept.append)
     assert ch.listen(ANSWER).text == "four"
@@ -104,8 +102,7 @@ def test_open_fails_twice_then_recovers(sphinx) -> None:
 
 
 def test_stall_ends_session(sphinx) -> None:
-    src = WavSource.from_pcm(b"")
-    src._stall_after = 5  # noqa: SLF001
+    src = WavSource.from_pcm(b"", stall_after=5)
     ch = VoiceChannel(VoiceSettings(), src, WavSink(), recognizers=sphinx, sleep=lambda s: None)
     with pytest.raises(EndOfInput):
         ch.listen(ANSWER)

@@ -196,9 +196,14 @@ def test_wrong_language_vosk_model_fails_the_check(vosk_ko) -> None:
 def test_an_unlikely_answer_is_not_heard_and_the_snr_is_in_the_confidence(cold) -> None:
     """The channel judges a pocketsphinx answer by its confidence with the turn's SNR."""
     from companion.voice import confidence
-    from companion.voice.listen import Transcript, Word
+    from companion.voice.channels import judge
+    from companion.voice.listen import Mode, Transcript, Word
 
     ch = listen(cold, b"", no_speech_timeout_s=1.0)[1]
+
+    def heard_as(tr: Transcript, mode: Mode, snr: float) -> tuple[str, float | None]:
+        return judge(tr, mode, snr, ch.settings.min_answer_snr_db)
+
     sure = confidence.Features(0.2, -0.1, 1.0, -3.0, path_per_frame=-12.0)
     unsure = confidence.Features(0.6, -1.5, 0.0, -20.0, path_per_frame=-30.0)
     for f in (sure, unsure):
@@ -206,22 +211,22 @@ def test_an_unlikely_answer_is_not_heard_and_the_snr_is_in_the_confidence(cold) 
             tr = Transcript("four", (Word("four", 0.0, 0.4, None),), 0.5, f)
             p = confidence.probability(confidence.with_snr(f, snr))
             if p < confidence.reject_below(snr):  # not heard: asked again, never stored
-                assert ch._judge(tr, "grammar", snr) == ("", None)
+                assert heard_as(tr, "grammar", snr) == ("", None)
             else:
-                assert ch._judge(tr, "grammar", snr) == ("four", p)
+                assert heard_as(tr, "grammar", snr) == ("four", p)
     # told apart either side of the threshold in noise; in a clean room the bar is lower
-    assert ch._judge(Transcript("four", (), 0.5, sure), "grammar", 20.0)[0] == "four"
-    assert ch._judge(Transcript("four", (), 0.5, unsure), "grammar", 20.0)[0] == ""
+    assert heard_as(Transcript("four", (), 0.5, sure), "grammar", 20.0)[0] == "four"
+    assert heard_as(Transcript("four", (), 0.5, unsure), "grammar", 20.0)[0] == ""
     clean = confidence.probability(confidence.with_snr(unsure, 35.0))
-    heard = ch._judge(Transcript("four", (), 0.5, unsure), "grammar", 35.0)[0]
+    heard = heard_as(Transcript("four", (), 0.5, unsure), "grammar", 35.0)[0]
     assert heard == ("four" if clean >= confidence.fitted().reject_below_clean else "")
     loud = confidence.probability(confidence.with_snr(sure, 3.0))
     quiet = confidence.probability(confidence.with_snr(sure, 35.0))
     assert loud != quiet  # the room's noise is part of the confidence
     # Without features (vosk) the speech-to-noise gate decides, as configured.
-    assert ch._judge(Transcript("four", (), 0.8), "grammar", 5.0) == ("", None)
-    assert ch._judge(Transcript("four", (), 0.8), "grammar", 30.0) == ("four", 0.8)
-    assert ch._judge(Transcript("a story", (), None), "free", 1.0) == ("a story", None)
+    assert heard_as(Transcript("four", (), 0.8), "grammar", 5.0) == ("", None)
+    assert heard_as(Transcript("four", (), 0.8), "grammar", 30.0) == ("four", 0.8)
+    assert heard_as(Transcript("a story", (), None), "free", 1.0) == ("a story", None)
 
 
 def test_the_benchmark_tunes_on_half_the_voices_and_reports_the_other() -> None:
