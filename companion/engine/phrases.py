@@ -61,7 +61,7 @@ def parse_acknowledgements(root: Table, shipped: Acknowledgements | None) -> Ack
 
     feeling_words = part("feeling_words", lambda: _feeling_words(t.sub("feeling_words")))
     # What a phrase must not say as a word unless it names the exact feeling.
-    names = sorted({*EMOTIONS, *(w.lower() for w in feeling_words.values())})
+    names = sorted({words(w).strip() for w in (*EMOTIONS, *feeling_words.values())} - {""})
     return Acknowledgements(
         feeling_words=feeling_words,
         named=part("named", lambda: _groups(t, "named", FAMILIES, ("feeling",), ())),

@@ -250,8 +250,9 @@ def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Proto
 
     acknowledgements = parse_acknowledgements(root, base.acknowledgements if base else None)
     if base is not None:
-        given = data.get("acknowledgements", {})
-        defaulted += [f"acknowledgements.{k}" for k in ACKNOWLEDGEMENT_KEYS if k not in given]
+        left = [k for k in ACKNOWLEDGEMENT_KEYS if k not in data.get("acknowledgements", {})]
+        whole = len(left) == len(ACKNOWLEDGEMENT_KEYS)  # a file from before the table
+        defaulted += ["acknowledgements"] if whole else [f"acknowledgements.{k}" for k in left]
 
     raw_instruments = root.get("instruments", list, [])
     instruments = tuple(_instrument(raw, source, n) for n, raw in enumerate(raw_instruments))
