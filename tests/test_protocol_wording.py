@@ -4,7 +4,9 @@ sessions say, and a file written before these keys existed takes the shipped wor
 
 from __future__ import annotations
 
+import json
 import random
+import tomllib
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -151,19 +153,31 @@ def test_the_shipped_phrases_cover_every_emotion_family_and_group() -> None:
     assert set(ack.valence) == set(VALENCE)
     lists = [ack.neutral, *ack.named.values(), *ack.family.values(), *ack.valence.values()]
     assert all(len(set(p)) == len(p) >= 2 for p in lists)
-    assert SHIPPED.defaulted == ()  # the shipped file leaves nothing to code
+    assert SHIPPED.defaulted == ()  # the shipped file takes no wording from elsewhere
 
 
-def test_files_in_the_old_format_load_with_the_shipped_wording() -> None:
-    for text in (OLD_FORMAT.read_text(), MINIMAL):
-        old = parse_protocol(text, "old.toml")
-        assert old.acknowledgements == SHIPPED.acknowledgements
-        for key in OPTIONAL_PROMPTS:
-            assert old.prompts[key] == SHIPPED.prompts[key], key
-        assert "acknowledgements" in old.defaulted and "prompts.hint_likert" in old.defaulted
-    old = parse_protocol(OLD_FORMAT.read_text(), "old.toml")
-    assert (old.prompts, old.alternatives) == (SHIPPED.prompts, SHIPPED.alternatives)
-    # a file with some of the new keys keeps those and takes the shipped rest
+def written_out(text: str) -> str:
+    """A protocol file with the shipped wording it leaves out written in: what leaving it out
+    must mean."""
+    given = tomllib.loads(text)["prompts"]
+    lines = [
+        f"{k} = {json.dumps(SHIPPED.prompts[k])}\n" for k in OPTIONAL_PROMPTS if k not in given
+    ]
+    start, end = DEFAULT.index("\n[acknowledgements]\n"), DEFAULT.index("# ---- Instruments")
+    return text.replace("\n[prompts]\n", "\n[prompts]\n" + "".join(lines), 1) + DEFAULT[start:end]
+
+
+@pytest.mark.parametrize("text", [OLD_FORMAT.read_text(), MINIMAL], ids=["old-default", "minimal"])
+def test_files_in_the_old_format_load_with_the_shipped_wording(text: str) -> None:
+    old, full = parse_protocol(text, "old.toml"), parse_protocol(written_out(text), "full.toml")
+    assert old.acknowledgements == full.acknowledgements == SHIPPED.acknowledgements
+    assert (old.prompts, old.alternatives) == (full.prompts, full.alternatives)
+    assert old.prompts["hint_likert"] == SHIPPED.prompts["hint_likert"]
+    assert "acknowledgements" in old.defaulted and "prompts.hint_likert" in old.defaulted
+    assert full.defaulted == ()
+
+
+def test_a_file_with_some_of_the_new_keys_keeps_them_and_takes_the_shipped_rest() -> None:
     text = OLD_FORMAT.read_text() + '\n[acknowledgements]\nneutral = ["I see.", "Go on."]\n'
     partial = parse_protocol(text, "new.toml")
     assert partial.acknowledgements.neutral == ("I see.", "Go on.")
@@ -186,13 +200,13 @@ def companion_turns(home: Path, protocol_text: str) -> list[tuple[str, str]]:
     ).fetchall()
 
 
-def test_an_old_format_file_says_exactly_what_the_shipped_one_says(tmp_path: Path) -> None:
+def test_an_old_format_file_says_what_the_shipped_wording_says(tmp_path: Path) -> None:
     old = companion_turns(tmp_path / "old", OLD_FORMAT.read_text())
-    new = companion_turns(tmp_path / "new", DEFAULT)
-    assert old == new
+    full = companion_turns(tmp_path / "full", written_out(OLD_FORMAT.read_text()))
+    assert old == full
     hint = SHIPPED.prompts["hint_likert"].format(low="one", high="five")
-    assert any(text.endswith(hint) for _, text in new)
-    assert any(purpose == "follow_up" for purpose, _ in new)
+    assert any(text.endswith(hint) for _, text in old)
+    assert any(purpose == "follow_up" for purpose, _ in old)
 
 
 def own_acknowledgements() -> str:
