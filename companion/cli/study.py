@@ -292,7 +292,12 @@ def protocol_check(file) -> None:
 
     loaded = load_protocol(Path(file))
     items = sum(len(i.items) for i in loaded.instruments)
+    ack = loaded.acknowledgements
+    phrases = sum(len(p) for table in (ack.named, ack.family, ack.valence) for p in table.values())
+    # Which wording the file left to the shipped protocol, so a researcher knows what is not theirs.
+    shipped = ", ".join(loaded.defaulted) or "none"
     click.echo(
         f"{file}: ok: protocol {loaded.id} v{loaded.version}, "
-        f"{len(loaded.instruments)} instruments, {items} items"
+        f"{len(loaded.instruments)} instruments, {items} items, "
+        f"{phrases + len(ack.neutral)} acknowledgement phrases; shipped wording used: {shipped}"
     )

@@ -1,5 +1,6 @@
-"""What a protocol item accepts: the hint said when an answer is unclear, the words a grammar
-recogniser listens for, and the parser that turns what was heard into an answer (pure)."""
+"""What a protocol item accepts: which hint is said when an answer is unclear (its wording is
+the protocol's), the words a grammar recogniser listens for, and the parser that turns what was
+heard into an answer (pure)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from companion.engine import answers
 from companion.engine.protocol import Item
 
 
-def hint_for(item: Item) -> str:
+def hint_for(item: Item) -> tuple[str, dict[str, str]]:
+    """The protocol prompt saying how to answer `item` (hint_likert, hint_yesno or hint_text,
+    by its type) and the values of its placeholders."""
     if item.type == "likert":
         low, high = (answers.NUMBER_NAMES[n] for n in (item.min, item.max))
-        return f"Please say a number from {low} to {high}, or say skip."
-    if item.type == "yesno":
-        return "Please say yes or no, or say skip."
-    return "Please answer in a few words, or say skip."
+        return "hint_likert", {"low": low, "high": high}
+    return f"hint_{item.type}", {}
 
 
 # Spoken yes/no forms a recogniser's dictionary knows (no apostrophe-less spellings).

@@ -6,14 +6,18 @@ file and field, never a crash halfway through a participant's session.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from companion.engine.confirm import POLICIES
 from companion.engine.confirm import Policy as ConfirmPolicy
+from companion.engine.phrases import KEYS as ACKNOWLEDGEMENT_KEYS
+from companion.engine.phrases import Acknowledgements, parse_acknowledgements
 from companion.errors import ConfigError
 from companion.settings.schedule import ScheduleConfig, parse_schedule
 from companion.settings.validate import SQLITE_INT_MAX, Table, parse_toml, read_toml
@@ -29,7 +33,8 @@ ITEM_TYPES = ("likert", "yesno", "text")
 # Every prompt and the placeholders the session fills in it: {name} (the participant's
 # name) everywhere, {topic} a story topic, {title} the chosen story's title, {hint} how to
 # answer, {answer} the rating heard, {when} and {memory} when and what of an earlier story
-# ("Last week", "your sister's move"). Anything else is rejected at load.
+# ("Last week", "your sister's move"), {low} and {high} a likert scale's ends as words,
+# {minutes} the snooze. Anything else is rejected at load.
 PROMPT_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "greeting": ("name",), "first_greeting": ("name",), "checkin_intro": ("name",),
     "story_invitation": ("name", "topic"), "story_nothing_heard": ("name", "topic"),
@@ -38,18 +43,22 @@ PROMPT_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "gave_up": ("name",), "closing": ("name",), "goodbye": ("name",),
     "confirm": ("name", "answer"), "confirm_retry": ("name",),
     "follow_ups": ("name",), "story_recall": ("name", "when", "memory"),
+    "hint_likert": ("name", "low", "high"), "hint_yesno": ("name",), "hint_text": ("name",),
+    "invitation_snoozed": ("name", "minutes"), "invitation_declined": ("name",),
 }  # fmt: skip
 REQUIRED_PROMPTS = (
     "greeting", "first_greeting", "checkin_intro", "story_invitation", "story_nothing_heard",
     "story_none", "story_intro", "story_outro", "no_stories_left", "instruments_intro",
     "reprompt", "gave_up", "closing", "goodbye",
 )  # fmt: skip
-# Prompts a protocol may leave out (older protocol files), with the wording used then.
-OPTIONAL_PROMPTS = {
-    "confirm": "I heard {answer}. Is that right?",
-    "confirm_retry": "Sorry about that. Let's try once more.",
-    "story_recall": "{when} you told me about {memory}. How have things been with that since?",
-}
+# Prompts a protocol file may leave out (files older than them): they take the shipped
+# protocol's wording. The shipped file must have them all.
+OPTIONAL_PROMPTS = (
+    "confirm", "confirm_retry", "story_recall", "hint_likert", "hint_yesno", "hint_text",
+    "invitation_snoozed", "invitation_declined",
+)  # fmt: skip
+# Said by the service outside a session, where no wording memory rotates alternatives.
+ONE_WORDING = ("invitation_snoozed", "invitation_declined")
 
 
 @dataclass(frozen=True)
@@ -84,6 +93,8 @@ class Protocol:
     prompts: Mapping[str, str]
     topics: tuple[str, ...]
     source: str  # the file (or "default protocol"), for messages
+    # [acknowledgements]: what is said after a story turn, by naming level (engine.phrases).
+    acknowledgements: Acknowledgements
     # Questions asked between story turns (may use {name}); none = no follow-ups.
     follow_ups: tuple[str, ...] = ()
     instruments: tuple[Instrument, ...] = ()
@@ -116,6 +127,14 @@ class Protocol:
     avoid_repeat_days: int = 7
     # Now and then, invite by referring back to an earlier day's story (engine.recall).
     recall_earlier_stories: bool = True
+    # The wording keys the file left out, which took the shipped protocol's ("prompts.confirm",
+    # "acknowledgements.neutral"), for `companion protocol check`.
+    defaulted: tuple[str, ...] = ()
+
+    def wording(self, key: str, **values: object) -> str:
+        """Prompt `key` as written in [prompts], `values` filled in (one left out reads as
+        nothing): for what is said outside a session, where alternatives do not rotate."""
+        return self.prompts[key].format_map(defaultdict(str, values))
 
     def instruments_for(self, phase: str, session_kind: str) -> list[Instrument]:
         return [i for i in self.instruments if i.phase == phase and session_kind in i.sessions]
@@ -135,10 +154,17 @@ def default_protocol_text() -> str:
     return resources.files("companion.data").joinpath("default_protocol.toml").read_text("utf-8")
 
 
+@lru_cache(maxsize=1)
+def shipped_protocol() -> Protocol:
+    """companion/data/default_protocol.toml: the wording any other file may leave out."""
+    source = "default protocol"
+    return _protocol(parse_toml(default_protocol_text(), source), source, None)
+
+
 def load_protocol(path: str | Path | None = None) -> Protocol:
     """Load and validate a protocol file; None or "default" is the shipped protocol."""
     if path is None or str(path) == DEFAULT_PROTOCOL:
-        return parse_protocol(default_protocol_text(), "default protocol")
+        return shipped_protocol()
     file = Path(path)
     return protocol_from(read_toml(file, "protocol file"), str(file))
 
@@ -148,8 +174,15 @@ def parse_protocol(text: str, source: str) -> Protocol:
 
 
 def protocol_from(data: dict[str, Any], source: str) -> Protocol:
+    """A protocol from its parsed TOML; wording it leaves out is the shipped protocol's."""
+    return _protocol(data, source, shipped_protocol())
+
+
+def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Protocol:
+    """Wording the file leaves out (OPTIONAL_PROMPTS, keys of [acknowledgements]) is `base`'s;
+    None: every key is required (the shipped file itself)."""
     root = Table(data, source)
-    root.unknown({"protocol", "matching", "prompts", "instruments", "schedule"})
+    root.unknown({"protocol", "matching", "prompts", "acknowledgements", "instruments", "schedule"})
     head = root.sub("protocol")
     values = head.read({
         "id": head.text,
@@ -190,8 +223,11 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
         prompts[key] = prompts_table.template(
             key, prompts_table.text(key), PROMPT_PLACEHOLDERS[key]
         )
-    for key, default in OPTIONAL_PROMPTS.items():
-        text = prompts_table.text(key, default)
+    defaulted = []
+    for key in OPTIONAL_PROMPTS:
+        if base is not None and key not in prompts_table:
+            defaulted.append(f"prompts.{key}")
+        text = prompts_table.text(key, *([base.prompts[key]] if base else []))
         prompts[key] = prompts_table.template(key, text, PROMPT_PLACEHOLDERS[key])
     # [prompts.alternatives]: more wordings of a prompt, said in turn with the main one.
     more = prompts_table.sub("alternatives")
@@ -199,15 +235,24 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
     alternatives = {}
     for key, text in prompts.items():
         extra = more.strings(key, [], allow_empty=True)
+        if extra and key in ONE_WORDING:
+            raise more.fail(key, "said outside a session, where wordings do not rotate: "
+                                 "give one wording, in [prompts]")  # fmt: skip
         for wording in extra:
             more.template(key, wording, PROMPT_PLACEHOLDERS[key])
-        alternatives[key] = (text, *extra)
+        alternatives[key] = more.unique(key, (text, *extra))
     follow_ups = prompts_table.strings("follow_ups", [], allow_empty=True)
-    for text in follow_ups:
+    for text in prompts_table.unique("follow_ups", follow_ups):
         prompts_table.template("follow_ups", text, PROMPT_PLACEHOLDERS["follow_ups"])
-    topics = prompts_table.strings("topics")
+    topics = prompts_table.unique("topics", prompts_table.strings("topics"))
     # After the known keys: a misspelt prompt reads as "missing", the likelier mistake.
     prompts_table.unknown([*PROMPT_PLACEHOLDERS, "topics", "alternatives"])
+
+    acknowledgements = parse_acknowledgements(root, base.acknowledgements if base else None)
+    if base is not None:
+        left = [k for k in ACKNOWLEDGEMENT_KEYS if k not in data.get("acknowledgements", {})]
+        whole = len(left) == len(ACKNOWLEDGEMENT_KEYS)  # a file from before the table
+        defaulted += ["acknowledgements"] if whole else [f"acknowledgements.{k}" for k in left]
 
     raw_instruments = root.get("instruments", list, [])
     instruments = tuple(_instrument(raw, source, n) for n, raw in enumerate(raw_instruments))
@@ -221,6 +266,8 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
         alternatives=alternatives,
         topics=topics,
         source=source,
+        acknowledgements=acknowledgements,
+        defaulted=tuple(defaulted),
         follow_ups=follow_ups,
         instruments=instruments,
         schedule=parse_schedule(data.get("schedule"), source),

@@ -196,7 +196,8 @@ class SessionRun:
                 self.say(self.prompt("gave_up"), purpose)
                 self.store(instrument, item, None, raws, "missing")
                 return
-            text = self.prompt("reprompt", hint=hint_for(item))
+            hint, values = hint_for(item)
+            text = self.prompt("reprompt", hint=self.prompt(hint, **values))
 
     def confirmed(self, item: Item, value: int | str | None, purpose: str, heard: Heard) -> bool:
         """In voice mode, read a recognised rating or yes/no back when confirm.py says so.
@@ -232,7 +233,8 @@ class SessionRun:
 
     def acknowledge(self, text: str) -> str:
         emotions = self.chooser.understand(text)
-        phrase, decision = acknowledged(emotions, self.memory, self.rng)
+        phrase, decision = acknowledged(emotions, self.memory, self.rng,
+                                        phrases=self.protocol.acknowledgements)  # fmt: skip
         self.recorder.event("acknowledged", logged(decision), session_id=self.session_id)
         return phrase
 

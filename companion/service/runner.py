@@ -226,11 +226,12 @@ class Service:
                                          max_seconds=self.cfg.answer_seconds)  # fmt: skip
                     outcome = schedule.classify_reply(channel.listen(expect).text)
                     if outcome == "snoozed":
-                        channel.say(
-                            f"Alright, I'll ask again in {self.cfg.snooze_minutes} minutes."
-                        )
+                        channel.say(self.opened.protocol.wording(
+                            "invitation_snoozed", name=self.participant.name,
+                            minutes=self.cfg.snooze_minutes))  # fmt: skip
                     elif outcome == "declined":
-                        channel.say("That's fine. Let's talk another time.")
+                        channel.say(self.opened.protocol.wording(
+                            "invitation_declined", name=self.participant.name))  # fmt: skip
                     elif outcome == "accepted":
                         return outcome, self.run_session(channel, on_start)
                 finally:

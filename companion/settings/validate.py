@@ -149,6 +149,17 @@ class Table:
                 raise self.fail(key, f"{value!r} is not one of {', '.join(allowed)}")
         return tuple(values)
 
+    def unique(self, key: str, values: tuple[str, ...]) -> tuple[str, ...]:
+        """`values`, refused if one is listed twice (case and spacing ignored, as when the
+        companion avoids repeating a wording)."""
+        seen: set[str] = set()
+        for value in values:
+            norm = one_line(value).lower()
+            if norm in seen:
+                raise self.fail(key, f"{value!r} is listed twice; remove one")
+            seen.add(norm)
+        return values
+
     def sub(self, key: str, where: str | None = None) -> Table:
         """The sub-table `key` ([key]); missing means empty."""
         value = self.table.get(key, {})

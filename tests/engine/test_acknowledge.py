@@ -10,12 +10,17 @@ import pytest
 
 from companion.emotions import EMOTIONS, FAMILIES, family_of
 from companion.engine import ackrule
-from companion.engine.acknowledge import FAMILY, FEELING_WORDS, NAMED, NEUTRAL, acknowledgement
+from companion.engine.acknowledge import acknowledgement
 from companion.engine.ackrule import Decision, decide, score
+from companion.engine.phrases import VALENCED
+from companion.engine.protocol import load_protocol
 from companion.engine.variety import PhraseMemory
 from companion.model.encode import resolve_model
 from models.ackfit import fit
 from tests.helpers.run import REPO, one_error_line, run_cli
+
+# The shipped protocol's acknowledgement phrases (companion/data/default_protocol.toml).
+SHIPPED = load_protocol().acknowledgements
 
 
 def probs_for(top: str, p: float, second: str | None = None) -> dict[str, float]:
@@ -89,28 +94,31 @@ def test_score_reports_precision_at_the_level_named() -> None:
 
 
 def test_family_phrases_name_no_single_feeling_and_every_family_has_them() -> None:
-    assert set(FAMILY) == set(FAMILIES) == set(NAMED)
-    words = set(FEELING_WORDS.values()) | set(EMOTIONS)
-    for family, phrases in FAMILY.items():
+    assert set(SHIPPED.family) == set(FAMILIES) == set(SHIPPED.named)
+    words = set(SHIPPED.feeling_words.values()) | set(EMOTIONS)
+    for family, phrases in SHIPPED.family.items():
         assert len(phrases) >= 5
         for phrase in phrases:
             named = {w for w in words if f" {w} " in f" {phrase.lower().strip('.')} "}
             assert not named, (family, phrase, named)
-    for phrase in NEUTRAL:
+    for phrase in SHIPPED.neutral:
         assert not any(f" {w} " in f" {phrase.lower()} " for w in words), phrase
 
 
-# Words that make a phrase sound glad or sorry: a phrase said when nothing is named must fit
-# a loss as well as a joy.
-VALENCED = ("good", "great", "lovely", "wonderful", "happy", "pleased", "nice", "something",
-            "sorry", "hard", "painful", "sad", "tough", "difficult", "rough", "worry")  # fmt: skip
-
-
 def test_reflecting_without_naming_fits_any_feeling() -> None:
-    for phrase in NEUTRAL:
+    """A phrase said when nothing is named must fit a loss as well as a joy: the shipped ones
+    carry no glad or sorry word, and a protocol whose neutral phrase does is refused."""
+    for phrase in SHIPPED.neutral:
         words = set(phrase.lower().replace(".", " ").replace(",", " ").split())
         assert not words & set(VALENCED), phrase
-    assert len(set(NEUTRAL)) == len(NEUTRAL) >= 12  # variety over a month
+    assert len(set(SHIPPED.neutral)) == len(SHIPPED.neutral) >= 12  # variety over a month
+    from companion.engine.protocol import default_protocol_text, parse_protocol
+    from companion.errors import ConfigError
+
+    for word in VALENCED:
+        text = default_protocol_text().replace('"Mm, I hear you."', f'"Mm, {word.upper()}."')
+        with pytest.raises(ConfigError, match=rf"^s\.toml: acknowledgements\.neutral: .*'{word}'"):
+            parse_protocol(text, "s.toml")
 
 
 def test_the_valence_spoken_is_scored_against_the_story() -> None:
@@ -131,9 +139,9 @@ def test_acknowledgement_follows_the_rule_level() -> None:
     exact = acknowledgement(probs_for("sad", 0.8), PhraseMemory(), rng, rule)
     assert "sad" in exact
     family = acknowledgement(probs_for("sad", 0.45, "lonely"), PhraseMemory(), rng, rule)
-    assert family in FAMILY["sadness"]
+    assert family in SHIPPED.family["sadness"]
     flat = acknowledgement(probs_for("joyful", 0.3), PhraseMemory(), rng, rule)
-    assert flat in NEUTRAL
+    assert flat in SHIPPED.neutral
 
 
 def test_the_shipped_rule_belongs_to_the_shipped_model_and_was_cross_validated() -> None:

@@ -8,20 +8,17 @@ import random
 import pytest
 
 from companion.emotions import EMOTIONS, FAMILIES, VALENCE, family_of, valence_of
-from companion.engine.acknowledge import (
-    FAMILY,
-    FEELING_WORDS,
-    NEUTRAL,
-    acknowledgement,
-    phrases_for,
-)
-from companion.engine.acknowledge import VALENCE as PHRASES
+from companion.engine.acknowledge import acknowledgement, phrases_for
 from companion.engine.ackrule import Decision, decide, parse_rule, score
+from companion.engine.protocol import load_protocol
 from companion.engine.variety import PhraseMemory
 from companion.errors import ConfigError
 from models.ackfit import fit
 
 POSITIVE, NEGATIVE = VALENCE["positive"], VALENCE["negative"]
+# The shipped protocol's acknowledgement phrases, and its valence ones.
+SHIPPED = load_protocol().acknowledgements
+PHRASES = SHIPPED.valence
 
 
 def dist(**mass: float) -> dict[str, float]:
@@ -110,8 +107,8 @@ def test_the_fitted_valence_level_names_more_and_stays_precise_held_out() -> Non
 
 def test_valence_phrases_fit_the_group_and_name_no_single_feeling() -> None:
     assert set(PHRASES) == set(VALENCE)
-    words = set(FEELING_WORDS.values()) | set(EMOTIONS)
-    said = {p for group in (*FAMILY.values(), NEUTRAL) for p in group}
+    words = set(SHIPPED.feeling_words.values()) | set(EMOTIONS)
+    said = {p for group in (*SHIPPED.family.values(), SHIPPED.neutral) for p in group}
     for group, phrases in PHRASES.items():
         assert len(phrases) >= 12, group  # the commonest level: a month without a loop
         for phrase in phrases:

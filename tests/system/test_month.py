@@ -101,8 +101,7 @@ def test_recall_turns_are_in_the_codebook_and_redacted_like_any_transcript(
 def test_each_acknowledgement_logs_the_level_it_named(month) -> None:
     """One `acknowledged` event per acknowledgement said, naming a level the rule has and, at
     the valence level, a phrase of that group (the researchers' record of what was named)."""
-    from companion.engine.acknowledge import FAMILY, NEUTRAL
-    from companion.engine.acknowledge import VALENCE as VALENCE_PHRASES
+    shipped = month.protocol.acknowledgements
 
     db = month.db
     said = db.execute(
@@ -117,11 +116,11 @@ def test_each_acknowledgement_logs_the_level_it_named(month) -> None:
     for (_, text), (_, detail) in zip(said, logged, strict=True):
         level, _, label = detail.partition(":")
         if level == "valence":
-            assert any(text.startswith(p) for p in VALENCE_PHRASES[label]), text
+            assert any(text.startswith(p) for p in shipped.valence[label]), text
         elif level == "family":
-            assert any(text.startswith(p) for p in FAMILY[label]), text
+            assert any(text.startswith(p) for p in shipped.family[label]), text
         elif level == "neutral":
-            assert any(text.startswith(p) for p in NEUTRAL), text
+            assert any(text.startswith(p) for p in shipped.neutral), text
 
 
 def test_topic_phrases_take_the_participants_my_words_and_stop_before_verbs_and_names() -> None:
