@@ -23,17 +23,6 @@ from companion.engine.phrases import Acknowledgements
 from companion.engine.protocol import shipped_protocol
 from companion.engine.variety import PhraseMemory
 
-# The shipped tables under their former names, for code and tests that predate protocol-defined
-# phrases: read from the shipped protocol file when first used.
-SHIPPED_TABLES = {"FEELING_WORDS": "feeling_words", "NAMED": "named", "FAMILY": "family",
-                  "VALENCE": "valence", "NEUTRAL": "neutral"}  # fmt: skip
-
-
-def __getattr__(name: str) -> Any:
-    if name in SHIPPED_TABLES:
-        return getattr(shipped_phrases(), SHIPPED_TABLES[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 
 def shipped_phrases() -> Acknowledgements:
     """The shipped protocol's [acknowledgements]."""

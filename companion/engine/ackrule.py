@@ -5,7 +5,7 @@ threshold each: the top emotion's probability must reach the exact level's thres
 the likeliest family's summed probability the family level's; otherwise the likeliest valence
 group's ("That sounds really hard."); otherwise, for a family no valence phrase covers (tender,
 anticipation), that family by a threshold of its own ("family_late"); otherwise the companion
-reflects without naming. The thresholds are fitted by `models/calibrate_ack.py` (`models/ackfit.py`) on
+reflects without naming. The thresholds are fitted by `models/calibrate_ack.py` (`ackfit`) on
 out-of-fold probabilities and shipped in companion/data/acknowledge_rule.json (never written
 here).
 """

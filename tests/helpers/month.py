@@ -13,7 +13,6 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from companion import app
-from companion.engine.acknowledge import FAMILY, NAMED, NEUTRAL, VALENCE
 from companion.engine.protocol import default_protocol_text
 from companion.engine.variety import pattern
 from tests.helpers.study import make_home, run_scripted
@@ -70,9 +69,11 @@ def kinds(opened: app.Opened) -> dict[str, tuple[str, ...]]:
     out = {k: v for k, v in protocol.alternatives.items() if len(v) > 1}
     out["follow_up"] = protocol.follow_ups
     out["topic"] = protocol.topics
+    ack = protocol.acknowledgements
     out["acknowledgement"] = (
-        *NEUTRAL, *(p for ps in FAMILY.values() for p in ps),
-        *(p for ps in VALENCE.values() for p in ps), *(t for ts in NAMED.values() for t in ts),
+        *ack.neutral, *(p for ps in ack.family.values() for p in ps),
+        *(p for ps in ack.valence.values() for p in ps),
+        *(t for ts in ack.named.values() for t in ts),
     )  # fmt: skip
     return out
 
