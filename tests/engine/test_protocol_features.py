@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -108,16 +109,23 @@ def test_ctrl_c_ends_the_session_as_interrupted(home: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "companion", "session", "--text", "--home", str(home)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        cwd=REPO,
+        cwd=REPO, env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )  # fmt: skip
     assert proc.stdin and proc.stdout
     proc.stdin.write("four\n")
     proc.stdin.flush()
-    while "energetic" not in proc.stdout.readline():
-        pass
+    for line in proc.stdout:  # the end of output ends the loop: the session died early
+        if "energetic" in line:
+            break
+    else:
+        pytest.fail(f"no second question: {proc.stderr.read() if proc.stderr else ''}")
     time.sleep(0.2)  # the first answer is stored before the next question is asked
     proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=30)
+    try:  # stdin stays open: Ctrl-C alone must end it
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # the fault handler prints where it is stuck
+        pytest.fail(f"still running 30 s after Ctrl-C: {proc.communicate()[1][-3000:]}")
     assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
     db = open_db(home / "companion.db")
     session = db.execute("SELECT status, reason FROM sessions").fetchone()
