@@ -6,7 +6,8 @@ Emotion similarity is by default the agreement sum_i p_i q_i: the probability th
 emotion and the participant's, each drawn from its distribution, are the same one. It is what a
 same-feeling match asks for: cross-validated on the dev split it ranks a same-emotion story first
 more often than the Bhattacharyya coefficient sum_i sqrt(p_i q_i), whose square roots lift the
-small probabilities of unlikely emotions (tests/bench/bench_matching.py). Both are one
+small probabilities of unlikely emotions (docs/experiments/model-1.md; models/fit_matching.py
+rechecks it). Both are one
 matrix-vector product (10,000 stories in well under 5 ms); Bhattacharyya and Jensen-Shannon stay
 available through the protocol's `[matching] emotion_similarity`.
 """
