@@ -5,6 +5,7 @@ see it half-written.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -76,3 +77,16 @@ def require_free(path: Path, need_mb: float, what: str) -> None:
             f"{path}: only {free // (1024 * 1024)} MB free, {what} needs {need_mb:g} MB; "
             "free some disk space (nothing was written)"
         )
+
+
+def json_object(text: str, source: str, remedy: str) -> dict[str, Any]:
+    """A shipped JSON sidecar's object; anything else is one line naming `source` and `remedy`."""
+    from companion.errors import ConfigError
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: not valid JSON ({exc}); reinstall") from exc
+    if not isinstance(value, dict):
+        raise ConfigError(f"{source}: must be a JSON object; {remedy}")
+    return value

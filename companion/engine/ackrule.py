@@ -12,7 +12,6 @@ here).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -20,6 +19,7 @@ from typing import Any, Literal
 
 from companion.emotions import FAMILIES, VALENCE, family_of, valence_of
 from companion.errors import ConfigError
+from companion.files import json_object
 
 RULE_FILE = "acknowledge_rule.json"
 
@@ -141,12 +141,7 @@ def load_rule() -> dict[str, Any]:
 
 def parse_rule(text: str, source: str) -> dict[str, Any]:
     """A rule from its JSON text, checked; a level left out names nothing."""
-    try:
-        rule = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"{source}: not valid JSON ({exc}); reinstall") from exc
-    if not isinstance(rule, dict):
-        raise ConfigError(f"{source}: must be a JSON object; rerun models/calibrate_ack.py")
+    rule = json_object(text, source, "rerun models/calibrate_ack.py")
     for level in (*LEVELS, "family_late"):
         cut = rule.setdefault(level, None)
         if cut is not None and (

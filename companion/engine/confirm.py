@@ -19,7 +19,6 @@ wrong above it on the tuning voices are read back always.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from importlib import resources
 from typing import Any, Literal, TypeGuard
 
 from companion.errors import ConfigError
+from companion.files import json_object
 
 Policy = Literal["always", "when_unsure", "never"]
 POLICIES: tuple[Policy, ...] = ("always", "when_unsure", "never")
@@ -89,12 +89,7 @@ def load_fit() -> AnswerFit:
 
 def parse_fit(text: str, source: str) -> AnswerFit:
     """A fit from its JSON text, every field checked (extra fields are notes, kept out)."""
-    try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"{source}: not valid JSON ({exc}); reinstall") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: must be a JSON object; {REFIT}")
+    raw = json_object(text, source, REFIT)
 
     def bad(field: str, what: str) -> ConfigError:
         return ConfigError(f"{source}: {field!r} must be {what}; {REFIT}")
