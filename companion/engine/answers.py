@@ -4,6 +4,10 @@ Pure functions, no I/O. The rule: a parsed value is either what the participant
 clearly meant or nothing. Anything unclear, hedged, negated or contradictory is
 `UNCLEAR`, so the engine reprompts and finally stores a missing value. A wrong
 stored value is the worst bug this product can have.
+
+The words a reply is understood with (fillers, hedges, yes and no, skip and repeat, ...) are
+data: the protocol's [answers] table, passed in as `AnswerWords` by the caller. Only the number
+words are the parser's own grammar.
 """
 
 from __future__ import annotations
