@@ -4,6 +4,10 @@ Pure functions, no I/O. The rule: a parsed value is either what the participant
 clearly meant or nothing. Anything unclear, hedged, negated or contradictory is
 `UNCLEAR`, so the engine reprompts and finally stores a missing value. A wrong
 stored value is the worst bug this product can have.
+
+The words a reply is understood with (fillers, hedges, yes and no, skip and repeat, ...) are
+data: the protocol's [answers] table, passed in as `AnswerWords` by the caller. Only the number
+words are the parser's own grammar.
 """
 
 from __future__ import annotations
@@ -32,113 +36,43 @@ NUMBER_WORDS: dict[str, int] = {
 }  # fmt: skip
 NUMBER_NAMES = {n: w for w, n in NUMBER_WORDS.items()}
 
-# Words that carry no meaning around a single answer ("I'd say a four, please").
-# Anything not listed here, not a number and not an anchor makes the reply unclear.
-FILLERS = frozenset(
-    [
-        "i",
-        "i'd",
-        "id",
-        "i'll",
-        "ill",
-        "i'm",
-        "im",
-        "would",
-        "say",
-        "said",
-        "go",
-        "with",
-        "a",
-        "an",
-        "the",
-        "it's",
-        "its",
-        "it",
-        "is",
-        "um",
-        "uh",
-        "er",
-        "erm",
-        "hmm",
-        "hm",
-        "mm",
-        "oh",
-        "ah",
-        "well",
-        "ok",
-        "okay",
-        "so",
-        "number",
-        "answer",
-        "my",
-        "that's",
-        "thats",
-        "that",
-        "just",
-        "please",
-        "let's",
-        "lets",
-        "give",
-        "rate",
-        "rating",
-        "score",
-        "yeah",
-        "yes",
-        "yep",
-        "definitely",
-        "today",
-        "right",
-        "now",
-        "honestly",
-        "really",
-        "this",
-        "time",
-        "i'm",
-        "would",
-        "be",
-        "be",
-        "pick",
-        "choose",
-    ]
-)
 
-SKIP_PHRASES = frozenset(
-    {
-        "skip", "skip it", "skip that", "skip this", "skip this one", "skip that one",
-        "skip question", "skip the question", "pass", "next", "next question",
-        "i'd rather not say", "id rather not say", "rather not say", "prefer not to say",
-        "i prefer not to say", "i'd prefer not to say", "no comment", "i don't want to answer",
-        "i dont want to answer", "i'd rather not answer", "rather not answer",
-    }
-)  # fmt: skip
-REPEAT_PHRASES = frozenset(
-    {
-        "repeat", "repeat that", "repeat it", "repeat the question", "repeat question",
-        "say that again", "say it again", "again", "what", "pardon", "pardon me", "sorry",
-        "come again", "what was that", "what did you say", "can you repeat that",
-        "could you repeat that", "can you say that again", "could you say that again",
-        "one more time", "huh", "what was the question", "i didn't catch that",
-        "i didnt catch that",
-    }
-)  # fmt: skip
-YES_PHRASES = frozenset(
-    {"yes", "yeah", "yep", "yup", "sure", "of course", "i did", "i do", "correct", "absolutely",
-     "that's right", "that is right", "yes that's right", "right"}
-)  # fmt: skip
-NO_PHRASES = frozenset(
-    {"no", "nope", "nah", "not really", "i didn't", "i didnt", "i don't", "no it isn't",
-     "no it's not", "it isn't", "that's wrong", "no that's wrong", "wrong"}
-)  # fmt: skip
+@dataclass(frozen=True)
+class AnswerWords:
+    """The words replies are parsed with: the protocol's [answers] (engine.answer_words checks
+    them at load; companion/data/default_protocol.toml ships them). Entries are written as
+    `normalize` reads a reply: lower-case words between single spaces."""
 
-# Words that make a number uncertain. None is a filler, so the unknown-word rule already refuses
-# them; they are listed so the rule is explicit and tested (tests/engine/test_answers.py).
-HEDGES = frozenset(
-    {
-        "probably", "maybe", "perhaps", "think", "guess", "suppose", "around", "about",
-        "roughly", "approximately", "almost", "nearly", "like", "kind", "kinda", "sort",
-        "sorta", "ish", "or", "so", "between", "minus", "negative", "half", "quarter",
-    }
-)  # fmt: skip
+    # Words that carry no meaning around a single rating ("I'd say a four, please"). Any
+    # other word, not a number and not an anchor, makes the reply unclear.
+    fillers: frozenset[str]
+    skip: frozenset[str]  # a request to skip the question, as the whole reply
+    repeat: frozenset[str]  # a request to hear the question again, as the whole reply
+    yes: frozenset[str]
+    no: frozenset[str]
+    # Words that make a number uncertain or deny it; none may be a filler (checked at load).
+    hedges: frozenset[str]
+    done: frozenset[str]  # "nothing more to add", as the whole story turn
+    # How people end a story, said last (written without apostrophes: a recogniser often
+    # drops them); after_closing may follow one, binds_closing before one ties it into a
+    # clause of the story ("in the end"), so it does not close it.
+    closings: frozenset[str]
+    after_closing: frozenset[str]
+    binds_closing: frozenset[str]
+    # Dropped before a reply is matched: against skip/repeat, yes/no, done.
+    command_ignored: frozenset[str]
+    yes_no_ignored: frozenset[str]
+    done_ignored: frozenset[str]
+    # The phrases a grammar recogniser listens for: yes/no answers (and the read-back) and
+    # the skip/repeat requests every rating question accepts.
+    spoken_yes_no: tuple[str, ...]
+    spoken_commands: tuple[str, ...]
+
+    @property
+    def longest_closing(self) -> int:
+        return max((len(c.split()) for c in self.closings), default=0)
+
+
 # The only characters a typed or transcribed rating may contain besides letters and digits:
 # anything else (a question mark, a minus or comparison sign, ½, a superscript, a
 # fraction slash) may change the meaning, so the reply is unclear rather than guessed.
@@ -168,19 +102,15 @@ def _phrase(tokens: Sequence[str]) -> str:
     return " ".join(tokens)
 
 
-def _strip_please(tokens: list[str]) -> list[str]:
-    return [t for t in tokens if t not in {"please", "um", "uh", "oh", "sorry"}] or tokens
-
-
-def parse_command(tokens: list[str]) -> Answer | None:
+def parse_command(tokens: list[str], *, words: AnswerWords) -> Answer | None:
     """Skip and repeat requests, which every question accepts."""
     if not tokens:
         return None
     phrase = _phrase(tokens)
-    stripped = _phrase(_strip_please(tokens))
-    if phrase in REPEAT_PHRASES or stripped in REPEAT_PHRASES:
+    stripped = _phrase([t for t in tokens if t not in words.command_ignored] or tokens)
+    if phrase in words.repeat or stripped in words.repeat:
         return REPEAT
-    if phrase in SKIP_PHRASES or stripped in SKIP_PHRASES:
+    if phrase in words.skip or stripped in words.skip:
         return SKIP
     return None
 
@@ -211,7 +141,10 @@ def _match_anchors(tokens: list[str], anchors: Mapping[int, str]) -> tuple[list[
     return found, used
 
 
-def parse_scale(text: str, low: int, high: int, anchors: Mapping[int, str] | None = None) -> Answer:
+def parse_scale(
+    text: str, low: int, high: int, anchors: Mapping[int, str] | None = None, *,
+    words: AnswerWords,
+) -> Answer:  # fmt: skip
     """Parse a rating on an integer scale from `low` to `high` (inclusive).
 
     Accepts one number (digit or word), optionally "out of <high>" or "/<high>", and/or
@@ -219,7 +152,7 @@ def parse_scale(text: str, low: int, high: int, anchors: Mapping[int, str] | Non
     comparisons, question marks and hedges make the reply unclear (docs/protocol.md: "Answers
     are never guessed").
     """
-    command = parse_command(normalize(text))
+    command = parse_command(normalize(text), words=words)
     if command is not None:
         return command
     text = _OUT_OF.sub(lambda m: f"{m[1]} out of {m[2]}", text)
@@ -253,7 +186,7 @@ def parse_scale(text: str, low: int, high: int, anchors: Mapping[int, str] | Non
                 i += 1
             numbers.append(value)
             continue
-        if rest[i] not in FILLERS:
+        if rest[i] not in words.fillers:
             return UNCLEAR  # an unknown word may change the meaning: never guess
         i += 1
 
@@ -266,89 +199,49 @@ def parse_scale(text: str, low: int, high: int, anchors: Mapping[int, str] | Non
     return Answer("value", value)
 
 
-def parse_yes_no(text: str) -> Answer:
+def parse_yes_no(text: str, *, words: AnswerWords) -> Answer:
     """Yes (1) or no (0); anything else (hedged, "I think yes", "yes?") is unclear."""
     tokens = normalize(text)
-    command = parse_command(tokens)
+    command = parse_command(tokens, words=words)
     if command is not None:
         return command
     if not _ALLOWED.fullmatch(text):
         return UNCLEAR  # "yes?" is a question, not an answer
-    core = [t for t in tokens if t not in {"um", "uh", "oh", "well", "hmm"}]
+    core = [t for t in tokens if t not in words.yes_no_ignored]
     phrase = _phrase(core)
-    if phrase in YES_PHRASES or (core and all(t in YES_PHRASES for t in core)):
+    if phrase in words.yes or (core and all(t in words.yes for t in core)):
         return Answer("value", 1)
-    if phrase in NO_PHRASES or (core and all(t in NO_PHRASES for t in core)):
+    if phrase in words.no or (core and all(t in words.no for t in core)):
         return Answer("value", 0)
     return UNCLEAR
 
 
-def parse_free_text(text: str) -> Answer:
+def parse_free_text(text: str, *, words: AnswerWords) -> Answer:
     """Any non-empty reply is the answer, except a bare skip or repeat request."""
     tokens = normalize(text)
-    command = parse_command(tokens)
+    command = parse_command(tokens, words=words)
     if command is not None:
         return command
     stripped = text.strip()
     return Answer("value", stripped) if tokens else UNCLEAR
 
 
-DONE_PHRASES = frozenset(
-    {
-        "no", "nope", "nah", "that's all", "thats all", "that's it", "thats it", "i'm done",
-        "im done", "done", "nothing else", "nothing more", "no that's all", "no thats all",
-        "no that's it", "no thats it", "not really", "that is all", "that's everything",
-        "thats everything", "i'm finished", "im finished", "finished", "no more",
-        "no i'm done", "no im done", "all", "that's about it", "thats about it",
-    }
-)  # fmt: skip
-
-
-def is_done(text: str) -> bool:
+def is_done(text: str, *, words: AnswerWords) -> bool:
     """Did the participant say they have nothing more to add to their story?"""
-    ignored = {"um", "uh", "well", "oh", "okay", "ok", "really", "i", "think", "guess", "so"}
-    tokens = [t for t in normalize(text) if t not in ignored]
-    return _phrase(tokens) in DONE_PHRASES
+    tokens = [t for t in normalize(text) if t not in words.done_ignored]
+    return _phrase(tokens) in words.done
 
 
-# How people end a story they have told ("... and that's about it"): said last, after the
-# story itself. Written without apostrophes: a recogniser often drops them.
-CLOSINGS = frozenset(
-    {
-        "thats all", "thats it", "thats about it", "thats about all", "thats pretty much it",
-        "thats pretty much all", "thats everything", "thats my story", "thats the story",
-        "thats the whole story", "thats all there is", "thats all there is to it",
-        "thats all i have", "thats all ive got", "thats all i wanted to say",
-        "thats all i can think of", "thats all for today", "thats it for today",
-        "thats what happened", "im done", "im finished", "the end", "end of story",
-        "nothing more to say", "nothing else to say", "nothing else really", "that is all",
-        "that is it",
-    }
-)  # fmt: skip
-# Said after a closing without reopening the story ("that's my story really", "... yeah").
-_AFTER_CLOSING = frozenset(
-    {"really", "yeah", "yes", "i", "guess", "think", "suppose", "so", "um", "uh", "anyway",
-     "then", "now", "honestly", "basically", "ok", "okay", "right"}
-)  # fmt: skip
-_LONGEST_CLOSING = max(len(c.split()) for c in CLOSINGS)
-# A word that ties the phrase into its own clause ("it worked out in the end", "upset because
-# I'm done"): then it tells the story, it does not close it.
-_BINDS_CLOSING = frozenset(
-    {"in", "at", "by", "to", "towards", "till", "until", "near", "of", "for", "from", "with",
-     "through", "because", "cause", "since", "if", "when", "unless", "whether"}
-)  # fmt: skip
-
-
-def ends_story(text: str) -> bool:
+def ends_story(text: str, *, words: AnswerWords) -> bool:
     """Does the reply end the way people end a story ("... and that's all")? True for a bare
     done-phrase too; False where the phrase goes on ("that's all I could think about")."""
-    if is_done(text):
+    if is_done(text, words=words):
         return True
     tokens = [t.replace("'", "") for t in normalize(text)]
-    while tokens and tokens[-1] in _AFTER_CLOSING:
+    while tokens and tokens[-1] in words.after_closing:
         tokens.pop()
-    for n in range(1, min(_LONGEST_CLOSING, len(tokens)) + 1):
-        bound = n < len(tokens) and tokens[-n - 1] in _BINDS_CLOSING
-        if _phrase(tokens[-n:]) in CLOSINGS and not bound:
+    for n in range(1, min(words.longest_closing, len(tokens)) + 1):
+        bound = n < len(tokens) and tokens[-n - 1] in words.binds_closing
+        if _phrase(tokens[-n:]) in words.closings and not bound:
             return True
     return False

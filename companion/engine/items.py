@@ -1,6 +1,6 @@
 """What a protocol item accepts: which hint is said when an answer is unclear (its wording is
 the protocol's), the words a grammar recogniser listens for, and the parser that turns what was
-heard into an answer (pure)."""
+heard into an answer (pure), all with the protocol's [answers] words."""
 
 from __future__ import annotations
 
@@ -17,25 +17,19 @@ def hint_for(item: Item) -> tuple[str, dict[str, str]]:
     return f"hint_{item.type}", {}
 
 
-# Spoken yes/no forms a recogniser's dictionary knows (no apostrophe-less spellings).
-SPOKEN_YES_NO = ("yes", "yeah", "yep", "sure", "of course", "correct", "that's right", "no",
-                 "nope", "not really", "no it isn't")  # fmt: skip
-
-
-def vocabulary_for(item: Item) -> tuple[str, ...]:
+def vocabulary_for(item: Item, words: answers.AnswerWords) -> tuple[str, ...]:
     """Words and phrases a grammar recognizer should accept for this item."""
-    commands = ("skip", "repeat", "repeat that", "say that again", "pass")
     if item.type == "likert":
         numbers = [w for w, n in answers.NUMBER_WORDS.items() if item.min <= n <= item.max]
-        return (*numbers, *(item.anchors or {}).values(), *commands)
+        return (*numbers, *(item.anchors or {}).values(), *words.spoken_commands)
     if item.type == "yesno":
-        return (*SPOKEN_YES_NO, *commands)
+        return (*words.spoken_yes_no, *words.spoken_commands)
     return ()
 
 
-def parse_item(item: Item, text: str) -> answers.Answer:
+def parse_item(item: Item, text: str, words: answers.AnswerWords) -> answers.Answer:
     if item.type == "likert":
-        return answers.parse_scale(text, item.min, item.max, item.anchors)
+        return answers.parse_scale(text, item.min, item.max, item.anchors, words=words)
     if item.type == "yesno":
-        return answers.parse_yes_no(text)
-    return answers.parse_free_text(text)
+        return answers.parse_yes_no(text, words=words)
+    return answers.parse_free_text(text, words=words)

@@ -14,6 +14,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from companion.engine.answer_words import KEYS as ANSWER_KEYS
+from companion.engine.answer_words import parse_answer_words
+from companion.engine.answers import AnswerWords
 from companion.engine.confirm import POLICIES
 from companion.engine.confirm import Policy as ConfirmPolicy
 from companion.engine.phrases import KEYS as ACKNOWLEDGEMENT_KEYS
@@ -95,6 +98,8 @@ class Protocol:
     source: str  # the file (or "default protocol"), for messages
     # [acknowledgements]: what is said after a story turn, by naming level (engine.phrases).
     acknowledgements: Acknowledgements
+    # [answers]: the words replies are understood with (engine.answer_words).
+    answer_words: AnswerWords
     # Questions asked between story turns (may use {name}); none = no follow-ups.
     follow_ups: tuple[str, ...] = ()
     instruments: tuple[Instrument, ...] = ()
@@ -128,7 +133,7 @@ class Protocol:
     # Now and then, invite by referring back to an earlier day's story (engine.recall).
     recall_earlier_stories: bool = True
     # The wording keys the file left out, which took the shipped protocol's ("prompts.confirm",
-    # "acknowledgements.neutral"), for `companion protocol check`.
+    # "acknowledgements.neutral", "answers.fillers"), for `companion protocol check`.
     defaulted: tuple[str, ...] = ()
 
     def wording(self, key: str, **values: object) -> str:
@@ -179,10 +184,11 @@ def protocol_from(data: dict[str, Any], source: str) -> Protocol:
 
 
 def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Protocol:
-    """Wording the file leaves out (OPTIONAL_PROMPTS, keys of [acknowledgements]) is `base`'s;
-    None: every key is required (the shipped file itself)."""
+    """Wording the file leaves out (OPTIONAL_PROMPTS, keys of [acknowledgements] and [answers])
+    is `base`'s; None: every key is required (the shipped file itself)."""
     root = Table(data, source)
-    root.unknown({"protocol", "matching", "prompts", "acknowledgements", "instruments", "schedule"})
+    root.unknown({"protocol", "matching", "prompts", "acknowledgements", "answers", "instruments",
+                  "schedule"})  # fmt: skip
     head = root.sub("protocol")
     values = head.read({
         "id": head.text,
@@ -253,6 +259,11 @@ def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Proto
         left = [k for k in ACKNOWLEDGEMENT_KEYS if k not in data.get("acknowledgements", {})]
         whole = len(left) == len(ACKNOWLEDGEMENT_KEYS)  # a file from before the table
         defaulted += ["acknowledgements"] if whole else [f"acknowledgements.{k}" for k in left]
+    answer_words = parse_answer_words(root, base.answer_words if base else None)
+    if base is not None:
+        left = [k for k in ANSWER_KEYS if k not in data.get("answers", {})]
+        whole = len(left) == len(ANSWER_KEYS)
+        defaulted += ["answers"] if whole else [f"answers.{k}" for k in left]
 
     raw_instruments = root.get("instruments", list, [])
     instruments = tuple(_instrument(raw, source, n) for n, raw in enumerate(raw_instruments))
@@ -267,6 +278,7 @@ def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Proto
         topics=topics,
         source=source,
         acknowledgements=acknowledgements,
+        answer_words=answer_words,
         defaulted=tuple(defaulted),
         follow_ups=follow_ups,
         instruments=instruments,

@@ -24,7 +24,7 @@ from companion.clock import iso, utc_now
 from companion.engine import answers, confirm
 from companion.engine.acknowledge import acknowledged, logged
 from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
-from companion.engine.items import SPOKEN_YES_NO, hint_for, parse_item, vocabulary_for
+from companion.engine.items import hint_for, parse_item, vocabulary_for
 from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
 from companion.engine.memory import note_recall, phrase_memory, recall_for
 from companion.engine.protocol import Instrument, Item, Protocol
@@ -105,6 +105,7 @@ class SessionRun:
     ) -> None:  # fmt: skip
         self.recorder, self.db = recorder, recorder.db
         self.protocol, self.channel = protocol, channel
+        self.words = protocol.answer_words  # what replies are understood with ([answers])
         self.participant, self.chooser = participant, chooser
         self.clock, self.kind = clock, kind
         self.seq = 0
@@ -164,7 +165,7 @@ class SessionRun:
     # -- steps -------------------------------------------------------------------------
     def ask(self, instrument: Instrument, item: Item) -> None:
         purpose = f"{instrument.id}.{item.id}"
-        expect = Expectation("answer", vocabulary_for(item))
+        expect = Expectation("answer", vocabulary_for(item, self.words))
         raws: list[str] = []
         unclear = repeats = 0
         text = item.text
@@ -172,7 +173,7 @@ class SessionRun:
             self.say(text, purpose)
             heard = self.hear(expect, purpose)
             raws.append(heard.text)
-            answer = parse_item(item, heard.text)
+            answer = parse_item(item, heard.text, self.words)
             if answer.kind == "repeat" and repeats <= self.protocol.max_reprompts:
                 repeats += 1
                 text = item.text
@@ -213,8 +214,9 @@ class SessionRun:
             return True
         spoken = answers.NUMBER_NAMES[value] if item.type == "likert" else ("no", "yes")[value]
         self.say(self.prompt("confirm", answer=spoken), f"{purpose}.confirm")
-        reply = self.hear(Expectation("answer", SPOKEN_YES_NO), f"{purpose}.confirm")
-        return answers.parse_yes_no(reply.text) == answers.Answer("value", 1)
+        spoken_yes_no = Expectation("answer", self.words.spoken_yes_no)
+        reply = self.hear(spoken_yes_no, f"{purpose}.confirm")
+        return answers.parse_yes_no(reply.text, words=self.words) == answers.Answer("value", 1)
 
     def store(self, instrument: Instrument, item: Item, value: int | str | None,
               raws: list[str], status: str) -> None:  # fmt: skip
@@ -260,8 +262,8 @@ class SessionRun:
         first = heard.text.strip()
         if (
             not first
-            or answers.is_done(first)
-            or answers.parse_command(answers.normalize(first)) == answers.SKIP
+            or answers.is_done(first, words=self.words)
+            or answers.parse_command(answers.normalize(first), words=self.words) == answers.SKIP
         ):
             self.say(self.prompt("story_none"), "story_none")
             return ""
@@ -269,7 +271,7 @@ class SessionRun:
         follow_ups = self.protocol.follow_ups
         # A story that ends the way people end one ("... and that's all") is whole: no more
         # follow-up questions, only the acknowledgement.
-        closed = answers.ends_story(first)
+        closed = answers.ends_story(first, words=self.words)
         for _ in range(0 if closed else self.protocol.follow_up_turns):
             ack = self.acknowledge(" ".join(parts))
             question = self.fill(self.memory.choose(follow_ups)) if follow_ups else ""
@@ -277,10 +279,10 @@ class SessionRun:
             if not follow_ups:
                 break
             reply = self.hear(expect, "story").text.strip()
-            if not reply or answers.is_done(reply):
+            if not reply or answers.is_done(reply, words=self.words):
                 return " ".join(parts)
             parts.append(reply)
-            if answers.ends_story(reply):
+            if answers.ends_story(reply, words=self.words):
                 closed = True
                 break
         if self.protocol.follow_up_turns and (closed or follow_ups):

@@ -22,6 +22,7 @@ import numpy as np
 import sqlite_utils
 
 from companion.engine import answers
+from companion.engine.protocol import shipped_protocol
 from companion.engine.stories import Story
 from companion.model import personalize
 from companion.model.bank import (
@@ -94,7 +95,8 @@ def refit(
         bank = stored_encodings(db, encoder.version, [story]) if story else None
         if bank is None or not bank.stories:
             continue  # a story no longer in the bank: its rating cannot be placed
-        told = " ".join(t for t in rated.story_turns if not answers.is_done(t))
+        done = shipped_protocol().answer_words  # the story turns as the shipped words read them
+        told = " ".join(t for t in rated.story_turns if not answers.is_done(t, words=done))
         _, features = candidate_features(encoder, weights, told, bank)
         # rounded as the session logs features, so `replay` recomputes this state exactly
         values = [round(float(v), 9) for v in np.asarray(features[0])]

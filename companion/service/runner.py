@@ -224,7 +224,8 @@ class Service:
                     channel.say(self.cfg.invitation.format(name=self.participant.name))
                     expect = Expectation("answer", schedule.INVITE_VOCABULARY,
                                          max_seconds=self.cfg.answer_seconds)  # fmt: skip
-                    outcome = schedule.classify_reply(channel.listen(expect).text)
+                    heard = channel.listen(expect).text
+                    outcome = schedule.classify_reply(heard, self.opened.protocol.answer_words)
                     if outcome == "snoozed":
                         channel.say(self.opened.protocol.wording(
                             "invitation_snoozed", name=self.participant.name,

@@ -143,8 +143,9 @@ INVITE_NO = frozenset({"no", "nope", "no thanks", "not today", "skip", "decline"
 INVITE_VOCABULARY = tuple(sorted(INVITE_YES | INVITE_LATER | INVITE_NO))
 
 
-def classify_reply(text: str) -> Outcome:
-    """The participant's reply to "Would you like to share a story now?"."""
+def classify_reply(text: str, words: answers.AnswerWords) -> Outcome:
+    """The participant's reply to "Would you like to share a story now?"; a plain yes or no is
+    understood with the protocol's [answers] `words`."""
     tokens = [t for t in answers.normalize(text) if t not in {"please", "um", "uh", "oh", "well"}]
     phrase = " ".join(tokens)
     if not phrase:
@@ -155,7 +156,7 @@ def classify_reply(text: str) -> Outcome:
         return "snoozed"
     if phrase in INVITE_NO or any(f" {w} " in padded for w in INVITE_NO if " " in w):
         return "declined"
-    yes_no = answers.parse_yes_no(phrase).value
+    yes_no = answers.parse_yes_no(phrase, words=words).value
     if phrase in INVITE_YES or yes_no == 1:
         return "accepted"
     if yes_no == 0:

@@ -11,19 +11,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from companion.engine import answers
-from companion.engine.items import SPOKEN_YES_NO, vocabulary_for
+from companion.engine.items import vocabulary_for
 from companion.engine.protocol import Protocol
 
 
 def answer_vocabularies(protocol: Protocol) -> dict[str, tuple[str, ...]]:
     """Every grammar a session of this protocol listens with, by item (and the read-back)."""
     out = {
-        f"{inst.id}.{item.id}": vocabulary_for(item)
+        f"{inst.id}.{item.id}": vocabulary_for(item, protocol.answer_words)
         for inst in protocol.instruments
         for item in inst.items
         if item.type != "text"
     }
-    out["confirm"] = SPOKEN_YES_NO
+    out["confirm"] = protocol.answer_words.spoken_yes_no
     return out
 
 
@@ -50,13 +50,14 @@ class VocabularyCheck:
 def check_vocabulary(knows: Callable[[str], bool], protocol: Protocol) -> VocabularyCheck:
     """Which answer words are unknown, and which items lose a whole answer because of them."""
     known: dict[str, bool] = {}
+    words = protocol.answer_words
 
     def heard(phrase: str) -> bool:
-        words = phrase.lower().split()
-        for w in words:
+        said = phrase.lower().split()
+        for w in said:
             if w not in known:
                 known[w] = bool(knows(w))
-        return bool(words) and all(known[w] for w in words)
+        return bool(said) and all(known[w] for w in said)
 
     unusable = []
     for purpose, vocab in answer_vocabularies(protocol).items():
@@ -68,8 +69,9 @@ def check_vocabulary(knows: Callable[[str], bool], protocol: Protocol) -> Vocabu
             ok = all(heard(answers.NUMBER_NAMES[n]) or (n in anchors and heard(anchors[n]))
                      for n in range(item.min, item.max + 1))  # fmt: skip
         else:  # yes/no: both a yes and a no must be sayable
-            ok = any(heard(p) for p in vocab if answers.parse_yes_no(p).value == 1) and any(
-                heard(p) for p in vocab if answers.parse_yes_no(p).value == 0
+            ok = any(heard(p) for p in vocab if answers.parse_yes_no(p, words=words).value == 1)
+            ok = ok and any(
+                heard(p) for p in vocab if answers.parse_yes_no(p, words=words).value == 0
             )
         if not ok:
             unusable.append(purpose)

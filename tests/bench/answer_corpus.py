@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from companion.engine.items import SPOKEN_YES_NO, parse_item
+from companion.engine.items import parse_item
 from companion.engine.protocol import Item, load_protocol
 from companion.voice.audio import read_wav, write_wav
 from tests.helpers.speech import RATE, speech_pcm
@@ -102,11 +102,11 @@ def phrases(item: Item) -> list[str]:
     if item.type == "likert":
         nums = [answers.NUMBER_NAMES[n] for n in range(item.min, item.max + 1)]
         return [*nums, *(item.anchors or {}).values(), *COMMANDS, *UNCLEAR]
-    return [*SPOKEN_YES_NO, *UNCLEAR[:1]]
+    return [*load_protocol(None).answer_words.spoken_yes_no, *UNCLEAR[:1]]
 
 
 def expected(item: Item, phrase: str) -> str:
-    a = parse_item(item, phrase)
+    a = parse_item(item, phrase, load_protocol(None).answer_words)
     return f"value:{a.value}" if a.kind == "value" else a.kind
 
 

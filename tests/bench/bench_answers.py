@@ -34,7 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from companion.engine.dialogue import Expectation  # noqa: E402
-from companion.engine.items import SPOKEN_YES_NO, parse_item, vocabulary_for  # noqa: E402
+from companion.engine.items import parse_item, vocabulary_for  # noqa: E402
+from companion.engine.protocol import load_protocol  # noqa: E402
 from companion.voice.audio import WavSource  # noqa: E402
 from companion.voice.channels import VoiceChannel, VoiceSettings  # noqa: E402
 from tests.bench.answer_corpus import Clip, build, groups, half, load_pcm  # noqa: E402
@@ -188,13 +189,14 @@ def decode_all(backend: str, clips: list[Clip], state: str, ns: int | None = Non
         channel._started = False
         timed.features = None
         # The read-back is heard with the session's yes/no words, as in Session.confirmed.
-        words = SPOKEN_YES_NO if clip.group == "confirm" else vocabulary_for(item)
+        shipped = load_protocol(None).answer_words
+        words = shipped.spoken_yes_no if clip.group == "confirm" else vocabulary_for(item, shipped)
         heard = channel.listen(Expectation("answer", words))
-        a = parse_item(item, heard.text)
+        a = parse_item(item, heard.text, shipped)
         got = f"value:{a.value}" if a.kind == "value" else a.kind
         tr = channel.last_transcript
         raw = getattr(tr, "text", "") or ""
-        r = parse_item(item, raw)
+        r = parse_item(item, raw, shipped)
         snr = getattr(channel, "last_snr", None)
         feats = getattr(tr, "features", None) or timed.features
         if feats is not None and snr is not None and hasattr(feats, "snr_db"):
@@ -288,7 +290,6 @@ def stats(rows: list[dict], tts_s: list[float]) -> dict:
 
 def tts_first_audio(n: int = 12) -> list[float]:
     """Seconds to render the next question's first sentence (what the participant waits for)."""
-    from companion.engine.protocol import load_protocol
     from companion.voice.speak import Speaker, split_sentences
 
     texts = [i.text for inst in load_protocol(None).instruments for i in inst.items][:n]

@@ -15,6 +15,7 @@ from companion.engine.answers import (
     parse_scale,
     parse_yes_no,
 )
+from companion.engine.protocol import load_protocol
 
 AGREE = {
     1: "strongly disagree",
@@ -30,6 +31,8 @@ V = lambda n: Answer("value", n)  # noqa: E731
 UNCLEAR = Answer("unclear")
 SKIP = Answer("skip")
 REPEAT = Answer("repeat")
+# The shipped protocol's [answers]: what every study without its own words parses with.
+W = load_protocol().answer_words
 
 SCALE_CASES = [
     # plain numbers
@@ -208,12 +211,12 @@ REFUSED = [
 
 @pytest.mark.parametrize("text", REFUSED)
 def test_refused_forms_store_nothing(text: str) -> None:
-    assert parse_scale(text, 1, 5, AGREE).kind == "unclear", text
+    assert parse_scale(text, 1, 5, AGREE, words=W).kind == "unclear", text
 
 
 @pytest.mark.parametrize(("text", "anchors", "expected"), SCALE_CASES)
 def test_scale_answers(text: str, anchors: dict[int, str], expected: Answer) -> None:
-    assert parse_scale(text, 1, 5, anchors) == expected
+    assert parse_scale(text, 1, 5, anchors, words=W) == expected
 
 
 def test_table_is_large_and_adversarial() -> None:
@@ -242,13 +245,14 @@ def test_table_is_large_and_adversarial() -> None:
     ],
 )
 def test_yes_no(text: str, expected: Answer) -> None:
-    assert parse_yes_no(text) == expected
+    assert parse_yes_no(text, words=W) == expected
 
 
 def test_free_text() -> None:
-    assert parse_free_text("  I felt calm today. ") == Answer("value", "I felt calm today.")
-    assert parse_free_text("") == UNCLEAR
-    assert parse_free_text("skip") == SKIP
+    calm = Answer("value", "I felt calm today.")
+    assert parse_free_text("  I felt calm today. ", words=W) == calm
+    assert parse_free_text("", words=W) == UNCLEAR
+    assert parse_free_text("skip", words=W) == SKIP
 
 
 @pytest.mark.parametrize(
@@ -257,7 +261,7 @@ def test_free_text() -> None:
      ("nothing else", True), ("It was my birthday and nobody came", False), ("", False)],
 )  # fmt: skip
 def test_is_done(text: str, done: bool) -> None:
-    assert is_done(text) is done
+    assert is_done(text, words=W) is done
 
 
 @pytest.mark.parametrize(
@@ -286,13 +290,13 @@ def test_is_done(text: str, done: bool) -> None:
     ],
 )  # fmt: skip
 def test_ends_story(text: str, ends: bool) -> None:
-    assert ends_story(text) is ends
+    assert ends_story(text, words=W) is ends
 
 
 def test_scale_range_respected() -> None:
-    assert parse_scale("seven", 0, 10) == V(7)
-    assert parse_scale("zero", 0, 10) == V(0)
-    assert parse_scale("seven", 1, 5) == UNCLEAR
+    assert parse_scale("seven", 0, 10, words=W) == V(7)
+    assert parse_scale("zero", 0, 10, words=W) == V(0)
+    assert parse_scale("seven", 1, 5, words=W) == UNCLEAR
 
 
 # ---- property: a parsed value is always correct or NULL -------------------------------
@@ -337,7 +341,7 @@ def test_parsed_value_is_correct_or_null(
         else:
             words.insert(len(before) + 1, piece)
     text = glue.join(words)
-    answer = parse_scale(text, 1, 5, AGREE)
+    answer = parse_scale(text, 1, 5, AGREE, words=W)
     if distractor is None:
         assert answer == V(value), text  # clean answers are understood
     else:
@@ -349,6 +353,6 @@ def test_parsed_value_is_correct_or_null(
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=40))
 def test_arbitrary_text_never_crashes_and_stays_in_range(text: str) -> None:
-    answer = parse_scale(text, 1, 5, AGREE)
+    answer = parse_scale(text, 1, 5, AGREE, words=W)
     if answer.kind == "value":
         assert isinstance(answer.value, int) and 1 <= answer.value <= 5

@@ -290,6 +290,6 @@ def test_protocol_check_covers_the_wording(tmp_path: Path) -> None:
     old = run_cli("protocol", "check", str(OLD_FORMAT))
     assert old.returncode == 0, old.stderr
     assert "shipped wording used: prompts.hint_likert" in old.stdout
-    assert old.stdout.rstrip().endswith(", acknowledgements"), old.stdout
+    assert old.stdout.rstrip().endswith(", acknowledgements, answers"), old.stdout
     shipped = run_cli("protocol", "check", "companion/data/default_protocol.toml")
     assert shipped.returncode == 0 and "shipped wording used: none" in shipped.stdout

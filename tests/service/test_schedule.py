@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from apscheduler.triggers.date import DateTrigger
 
-from companion.engine.protocol import default_protocol_text, parse_protocol
+from companion.engine.protocol import default_protocol_text, load_protocol, parse_protocol
 from companion.errors import ConfigError
 from companion.service.schedule import (
     Attempt,
@@ -115,7 +115,7 @@ def test_missed_reasons() -> None:
      ("", "no_answer"), ("purple elephant", "no_answer")],
 )  # fmt: skip
 def test_invitation_replies(reply: str, outcome: str) -> None:
-    assert classify_reply(reply) == outcome
+    assert classify_reply(reply, load_protocol().answer_words) == outcome
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 
 from companion.engine import answers
 from companion.engine.dialogue import Expectation
-from companion.engine.items import SPOKEN_YES_NO
+from companion.engine.protocol import load_protocol
 from companion.voice import confidence
 from companion.voice.audio import WavSink, WavSource
 from companion.voice.channels import VoiceChannel, VoiceSettings
@@ -18,6 +18,7 @@ from companion.voice.listen import PocketsphinxFactory
 from tests.helpers.speech import ANSWER_VOCAB, pad, speech_pcm, with_noise
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+WORDS = load_protocol().answer_words  # the shipped [answers]
 NUMBERS = Expectation("answer", ("one", "two", "three", "four", "five", "skip", "repeat"))
 
 
@@ -47,13 +48,13 @@ def test_slow_clean_numbers_are_heard(sphinx, word: str, voice: str) -> None:
     ("no idea", "en-gb-x-gbclan", 130), ("i have no idea", "en-gb-x-gbclan", 130)])  # fmt: skip
 def test_hedges_are_not_taken_for_an_answer(sphinx, hedge: str, voice: str, wpm: int) -> None:
     heard = hear(sphinx, hedge, voice, wpm, Expectation("answer", ANSWER_VOCAB))
-    assert answers.parse_scale(heard.text, 1, 5, None).kind != "value"
+    assert answers.parse_scale(heard.text, 1, 5, None, words=WORDS).kind != "value"
 
 
 def test_read_back_grammar_has_no_hedge_that_sounds_like_no(sphinx) -> None:
     """"don't know" ends like "no" and "no idea" starts with it: in the read-back they took
     the participant's "no" (asked again); in a rating grammar they stay."""
-    yes_no = sphinx.create("grammar", tuple(SPOKEN_YES_NO)).phrases
+    yes_no = sphinx.create("grammar", tuple(WORDS.spoken_yes_no)).phrases
     assert "don't know" not in yes_no and "no idea" not in yes_no
     assert "not sure" in yes_no  # kept: "not sure" must not become "sure"
     rating = sphinx.create("grammar", tuple(ANSWER_VOCAB)).phrases
@@ -63,8 +64,8 @@ def test_read_back_grammar_has_no_hedge_that_sounds_like_no(sphinx) -> None:
 @pytest.mark.parametrize(("reply", "meant"), [("yes", 1), ("that's right", 1), ("no", 0),
                                               ("no it isn't", 0), ("nope", 0)])  # fmt: skip
 def test_read_back_replies_are_heard(sphinx, reply: str, meant: int) -> None:
-    heard = hear(sphinx, reply, "en-us", 160, Expectation("answer", SPOKEN_YES_NO))
-    assert answers.parse_yes_no(heard.text) == answers.Answer("value", meant)
+    heard = hear(sphinx, reply, "en-us", 160, Expectation("answer", WORDS.spoken_yes_no))
+    assert answers.parse_yes_no(heard.text, words=WORDS) == answers.Answer("value", meant)
 
 
 @pytest.mark.parametrize(("voice", "snr"), [("en-us", 25), ("en-us-nyc+f5", 20)])
@@ -75,22 +76,22 @@ def test_a_no_in_noise_is_heard_as_no(voice: str, snr: float) -> None:
     ch = VoiceChannel(VoiceSettings(), WavSource.from_pcm(pcm), WavSink(),  # type: ignore[arg-type]
                       recognizers=PocketsphinxFactory(), sleep=lambda s: None,
                       clock=lambda: EPOCH)  # fmt: skip
-    heard = ch.listen(Expectation("answer", SPOKEN_YES_NO))
-    assert answers.parse_yes_no(heard.text) == answers.Answer("value", 0)
+    heard = ch.listen(Expectation("answer", WORDS.spoken_yes_no))
+    assert answers.parse_yes_no(heard.text, words=WORDS) == answers.Answer("value", 0)
 
 
 def test_not_sure_to_a_read_back_is_no_yes(sphinx) -> None:
-    heard = hear(sphinx, "not sure", "en-us", 160, Expectation("answer", SPOKEN_YES_NO))
-    assert answers.parse_yes_no(heard.text) != answers.Answer("value", 1)
+    heard = hear(sphinx, "not sure", "en-us", 160, Expectation("answer", WORDS.spoken_yes_no))
+    assert answers.parse_yes_no(heard.text, words=WORDS) != answers.Answer("value", 1)
 
 
 def test_yes_no_variants_parse() -> None:
     for text in ("yes", "yeah", "yep", "that's right", "correct"):
-        assert answers.parse_yes_no(text) == answers.Answer("value", 1), text
+        assert answers.parse_yes_no(text, words=WORDS) == answers.Answer("value", 1), text
     for text in ("no", "nope", "no it isn't", "not really"):
-        assert answers.parse_yes_no(text) == answers.Answer("value", 0), text
+        assert answers.parse_yes_no(text, words=WORDS) == answers.Answer("value", 0), text
     for text in ("not sure", "i'm not sure", "i don't know", "that's not right"):
-        assert answers.parse_yes_no(text).kind == "unclear", text
+        assert answers.parse_yes_no(text, words=WORDS).kind == "unclear", text
 
 
 def test_the_rejection_bar_depends_on_the_room() -> None:

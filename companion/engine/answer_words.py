@@ -1,0 +1,92 @@
+"""The protocol's [answers]: the words replies are understood with, as data, checked at load.
+
+The lists live in the protocol file (companion/data/default_protocol.toml ships them); this
+module knows their shape and the rules that keep "answers are never guessed" true whatever a
+study writes: a filler never carries a number, a doubt, a no or a request; yes and no (and skip
+and repeat) never share a phrase; nothing a yes/no question ignores could change its answer;
+and every phrase a grammar recogniser listens for parses as what it is there for. A key left
+out of a protocol file takes the shipped list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from companion.engine import answers
+from companion.engine.answers import AnswerWords
+from companion.settings.validate import Table
+
+KEYS = tuple(f.name for f in fields(AnswerWords))
+# Lists matched one token at a time: each entry is one word.
+ONE_WORD = ("fillers", "hedges", "after_closing", "binds_closing", "command_ignored",
+            "yes_no_ignored", "done_ignored")  # fmt: skip
+# Lists matched against a reply with its apostrophes removed.
+NO_APOSTROPHE = ("closings", "after_closing", "binds_closing")
+# Lists that may be empty: nothing dropped before matching is a safe choice.
+MAY_BE_EMPTY = ("command_ignored", "yes_no_ignored", "done_ignored")
+
+
+def parse_answer_words(root: Table, shipped: AnswerWords | None) -> AnswerWords:
+    """The [answers] table of a protocol; a key left out is `shipped`'s (None: every key is
+    required, as in the shipped file itself)."""
+    t = root.sub("answers")
+    t.unknown(KEYS)  # first: a misspelt key must not fall back to the shipped list silently
+
+    def part(key: str) -> tuple[str, ...]:
+        if shipped is not None and key not in t:
+            return tuple(getattr(shipped, key))
+        return _entries(t, key)
+
+    spoken = ("spoken_yes_no", "spoken_commands")  # in order: a grammar lists them so
+    sets = {key: frozenset(part(key)) for key in KEYS if key not in spoken}
+    words = AnswerWords(**sets, spoken_yes_no=part("spoken_yes_no"),
+                        spoken_commands=part("spoken_commands"))  # fmt: skip
+    _check_safety(t, words)
+    return words
+
+
+def _entries(t: Table, key: str) -> tuple[str, ...]:
+    entries = t.unique(key, t.strings(key, allow_empty=key in MAY_BE_EMPTY))
+    for entry in entries:
+        if " ".join(answers.normalize(entry)) != entry:
+            raise t.fail(key, f"{entry!r} must be written as a reply is read: lower-case words "
+                              "between single spaces, no punctuation but apostrophes")  # fmt: skip
+        if key in ONE_WORD and " " in entry:
+            raise t.fail(key, f"{entry!r} must be one word: this list is matched word by word")
+        if key in NO_APOSTROPHE and "'" in entry:
+            raise t.fail(key, f"{entry!r}: write it without apostrophes (a reply is matched "
+                              "with them removed)")  # fmt: skip
+    return entries
+
+
+def _check_safety(t: Table, w: AnswerWords) -> None:
+    """The rules that keep a filler or an ignored word from changing what a reply means."""
+    for filler in sorted(w.fillers):
+        if filler.isdigit() or filler in answers.NUMBER_WORDS:
+            raise t.fail("fillers", f"{filler!r} is a number: a filler must carry no value")
+        for key, listed in (("hedges", w.hedges), ("no", w.no), ("skip", w.skip),
+                            ("repeat", w.repeat)):  # fmt: skip
+            if filler in listed:
+                raise t.fail("fillers", f"{filler!r} is also in {key}: ignoring it could turn "
+                                        "an unclear reply into a value; remove it")  # fmt: skip
+    for a, b in (("yes", "no"), ("skip", "repeat")):
+        both = sorted(getattr(w, a) & getattr(w, b))
+        if both:
+            raise t.fail(b, f"{both[0]!r} is in {a} as well: a reply must mean one thing")
+    said = {word for phrase in w.yes | w.no for word in phrase.split()}
+    for word in sorted(w.yes_no_ignored):
+        if word in said or word in w.hedges:
+            kind = "a hedge" if word in w.hedges else "a word of a yes or no phrase"
+            raise t.fail("yes_no_ignored", f"{word!r} is {kind}: ignoring it could change "
+                                           "the answer; remove it")  # fmt: skip
+    for phrase in w.spoken_yes_no:
+        if answers.parse_yes_no(phrase, words=w).kind != "value":
+            raise t.fail("spoken_yes_no", f"{phrase!r} does not parse as a yes or a no; add it "
+                                          "to yes or no, or remove it")  # fmt: skip
+    values = {answers.parse_yes_no(p, words=w).value for p in w.spoken_yes_no}
+    if values != {0, 1}:
+        raise t.fail("spoken_yes_no", "needs a yes and a no, so either answer can be heard")
+    for phrase in w.spoken_commands:
+        if answers.parse_command(answers.normalize(phrase), words=w) is None:
+            raise t.fail("spoken_commands", f"{phrase!r} is not a skip or repeat phrase; add it "
+                                            "to skip or repeat, or remove it")  # fmt: skip
