@@ -21,6 +21,7 @@ from companion.engine.confirm import POLICIES
 from companion.engine.confirm import Policy as ConfirmPolicy
 from companion.engine.phrases import KEYS as ACKNOWLEDGEMENT_KEYS
 from companion.engine.phrases import Acknowledgements, parse_acknowledgements
+from companion.engine.recall import WHEN_BANDS
 from companion.errors import ConfigError
 from companion.settings.schedule import ScheduleConfig, parse_schedule
 from companion.settings.validate import SQLITE_INT_MAX, Table, parse_toml, read_toml
@@ -102,6 +103,9 @@ class Protocol:
     answer_words: AnswerWords
     # Questions asked between story turns (may use {name}); none = no follow-ups.
     follow_ups: tuple[str, ...] = ()
+    # {when} of story_recall, by how long ago the story was told (engine.recall.WHEN_BANDS):
+    # yesterday, two or three days, up to a week, up to two weeks, longer.
+    recall_when: tuple[str, ...] = ()
     instruments: tuple[Instrument, ...] = ()
     # Which story is read: "matched", "random" or "counterbalanced" (alternating).
     condition: Condition = "matched"
@@ -251,8 +255,17 @@ def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Proto
     for text in prompts_table.unique("follow_ups", follow_ups):
         prompts_table.template("follow_ups", text, PROMPT_PLACEHOLDERS["follow_ups"])
     topics = prompts_table.unique("topics", prompts_table.strings("topics"))
+    if base is not None and "recall_when" not in prompts_table:
+        defaulted.append("prompts.recall_when")
+    recall_when = prompts_table.unique("recall_when", prompts_table.strings(
+        "recall_when", *([base.recall_when] if base else [])))
+    if len(recall_when) != len(WHEN_BANDS) + 1:
+        raise prompts_table.fail("recall_when", f"needs {len(WHEN_BANDS) + 1} wordings: yesterday, "
+                                 "two or three days, up to a week, up to two weeks, longer")
+    for text in recall_when:
+        prompts_table.template("recall_when", text, ())
     # After the known keys: a misspelt prompt reads as "missing", the likelier mistake.
-    prompts_table.unknown([*PROMPT_PLACEHOLDERS, "topics", "alternatives"])
+    prompts_table.unknown([*PROMPT_PLACEHOLDERS, "topics", "recall_when", "alternatives"])
 
     acknowledgements = parse_acknowledgements(root, base.acknowledgements if base else None)
     if base is not None:
@@ -281,6 +294,7 @@ def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Proto
         answer_words=answer_words,
         defaulted=tuple(defaulted),
         follow_ups=follow_ups,
+        recall_when=recall_when,
         instruments=instruments,
         schedule=parse_schedule(data.get("schedule"), source),
     )

@@ -52,7 +52,7 @@ _MY = re.compile(rf"\bmy\s+((?:[a-z][a-z'-]*\s*){{1,{MAX_WORDS}}})", re.IGNORECA
 @dataclass(frozen=True)
 class Recall:
     session_id: int  # the session the story was told in
-    when: str  # "Last week", "Yesterday", ...
+    days: int  # how long ago it was told (the protocol's `recall_when` says it: `when_band`)
     memory: str  # the topic phrase, "your sister's move"
 
 
@@ -77,14 +77,14 @@ def topic_phrases(story: str) -> list[str]:
     return out
 
 
-def when_phrase(days: int) -> str:
-    if days <= 1:
-        return "Yesterday"
-    if days <= 3:
-        return "A couple of days ago"
-    if days <= 6:
-        return "A few days ago"
-    return "Last week" if days <= 13 else "A while ago"
+# The day counts that end each band of the protocol's `recall_when` wordings: yesterday, two or
+# three days, up to a week, up to two weeks, longer.
+WHEN_BANDS = (1, 3, 6, 13)
+
+
+def when_band(days: int) -> int:
+    """Which of the protocol's `recall_when` wordings says `days` ago (0 = the first)."""
+    return sum(days > end for end in WHEN_BANDS)
 
 
 def choose_recall(
@@ -117,5 +117,5 @@ def choose_recall(
             # Two words say the most in the least: "your new job", "your dream car".
             return (score if score is not None else 0.0, -abs(len(phrase.split()) - 3))
 
-        return Recall(session_id, when_phrase(age), max(phrases, key=fit))
+        return Recall(session_id, age, max(phrases, key=fit))
     return None

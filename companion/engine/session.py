@@ -28,6 +28,7 @@ from companion.engine.items import hint_for, parse_item, vocabulary_for
 from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
 from companion.engine.memory import note_recall, phrase_memory, recall_for
 from companion.engine.protocol import Instrument, Item, Protocol
+from companion.engine.recall import when_band
 from companion.engine.record import record_protocol
 from companion.engine.stories import unheard_stories
 from companion.engine.variety import PhraseMemory
@@ -250,7 +251,8 @@ class SessionRun:
             recall = recall_for(self.db, self.participant.id, self.today, self.rng,
                                 self.chooser.related)  # fmt: skip
         if recall:  # refer back to an earlier day's story, by a short topic phrase only
-            self.say(self.prompt("story_recall", when=recall.when, memory=recall.memory),
+            when = self.protocol.recall_when[when_band(recall.days)]
+            self.say(self.prompt("story_recall", when=when, memory=recall.memory),
                      "story_recall")  # fmt: skip
             note_recall(self.db, self.session_id, recall, self.clock())
         else:

@@ -115,6 +115,12 @@ BAD = [
      "prompts.alternatives.invitation_declined", "give one wording"),
     ('hint_text = "Please answer', 'hint_txt = "Please answer', "prompts.hint_txt",
      "unknown field"),
+    # when an earlier story was told: five wordings, in order, without placeholders
+    ('"Last week", "A while ago"]', '"A while ago"]', "prompts.recall_when", "needs 5 wordings"),
+    ('"Last week", "A while ago"]', '"Last {name}", "A while ago"]', "prompts.recall_when",
+     "no placeholders"),
+    ('"Last week", "A while ago"]', '"Last week", "yesterday"]', "prompts.recall_when",
+     "listed twice"),
     # the lists the companion already varied: no wording twice either
     ('"Who else was part of it?",', '"What did you do right after?",', "prompts.follow_ups",
      "listed twice"),
@@ -163,6 +169,8 @@ def written_out(text: str) -> str:
     lines = [
         f"{k} = {json.dumps(SHIPPED.prompts[k])}\n" for k in OPTIONAL_PROMPTS if k not in given
     ]
+    if "recall_when" not in given:
+        lines.append(f"recall_when = {json.dumps(list(SHIPPED.recall_when))}\n")
     start, end = DEFAULT.index("\n[acknowledgements]\n"), DEFAULT.index("# ---- Instruments")
     return text.replace("\n[prompts]\n", "\n[prompts]\n" + "".join(lines), 1) + DEFAULT[start:end]
 
@@ -173,7 +181,9 @@ def test_files_in_the_old_format_load_with_the_shipped_wording(text: str) -> Non
     assert old.acknowledgements == full.acknowledgements == SHIPPED.acknowledgements
     assert (old.prompts, old.alternatives) == (full.prompts, full.alternatives)
     assert old.prompts["hint_likert"] == SHIPPED.prompts["hint_likert"]
+    assert old.recall_when == full.recall_when == SHIPPED.recall_when
     assert "acknowledgements" in old.defaulted and "prompts.hint_likert" in old.defaulted
+    assert "prompts.recall_when" in old.defaulted
     assert full.defaulted == ()
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from companion.engine.protocol import default_protocol_text, parse_protocol
-from companion.engine.recall import choose_recall, topic_phrases, when_phrase
+from companion.engine.protocol import default_protocol_text, load_protocol, parse_protocol
+from companion.engine.recall import choose_recall, topic_phrases, when_band
 from companion.engine.variety import PhraseMemory, Said
 from companion.errors import ConfigError
 from companion.research.export import ExportOptions, export_home
@@ -140,14 +140,16 @@ def test_choose_recall_spaces_recalls_and_skips_recalled_and_old_stories() -> No
     picks = [choose_recall(today, told, [], random.Random(s)) for s in range(40)]
     chosen = [p for p in picks if p]
     assert 10 < len(chosen) < 40  # now and then
-    assert {p.session_id for p in chosen} == {9} and chosen[0].when == "Yesterday"
+    assert {p.session_id for p in chosen} == {9} and chosen[0].days == 1
     assert chosen[0].memory == "your garden shed"
     # a recall two days ago: none today; story 9 already recalled: the next one
     assert not any(choose_recall(today, told, [("2027-03-18", 5)], random.Random(s))
                    for s in range(40))  # fmt: skip
     later = [choose_recall(today, told, [("2027-03-10", 9)], random.Random(s)) for s in range(40)]
     assert {p.session_id for p in later if p} == {8}
-    assert when_phrase(9) == "Last week" and when_phrase(3) == "A couple of days ago"
+    when = load_protocol().recall_when
+    assert [when_band(d) for d in (1, 2, 3, 4, 6, 7, 13, 14, 60)] == [0, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert when[when_band(9)] == "Last week" and when[when_band(3)] == "A couple of days ago"
 
 
 def test_memory_prefers_unsaid_wordings_then_the_stalest() -> None:
