@@ -19,11 +19,11 @@ from companion.settings.validate import Table
 KEYS = tuple(f.name for f in fields(AnswerWords))
 # Lists matched one token at a time: each entry is one word.
 ONE_WORD = ("fillers", "hedges", "after_closing", "binds_closing", "command_ignored",
-            "yes_no_ignored", "done_ignored")  # fmt: skip
+            "yes_no_ignored", "done_ignored", "invite_ignored")  # fmt: skip
 # Lists matched against a reply with its apostrophes removed.
 NO_APOSTROPHE = ("closings", "after_closing", "binds_closing")
 # Lists that may be empty: nothing dropped before matching is a safe choice.
-MAY_BE_EMPTY = ("command_ignored", "yes_no_ignored", "done_ignored")
+MAY_BE_EMPTY = ("command_ignored", "yes_no_ignored", "done_ignored", "invite_ignored")
 
 
 def parse_answer_words(root: Table, shipped: AnswerWords | None) -> AnswerWords:
@@ -69,7 +69,8 @@ def _check_safety(t: Table, w: AnswerWords) -> None:
             if filler in listed:
                 raise t.fail("fillers", f"{filler!r} is also in {key}: ignoring it could turn "
                                         "an unclear reply into a value; remove it")  # fmt: skip
-    for a, b in (("yes", "no"), ("skip", "repeat")):
+    for a, b in (("yes", "no"), ("skip", "repeat"), ("invite_yes", "invite_later"),
+                 ("invite_yes", "invite_no"), ("invite_later", "invite_no")):  # fmt: skip
         both = sorted(getattr(w, a) & getattr(w, b))
         if both:
             raise t.fail(b, f"{both[0]!r} is in {a} as well: a reply must mean one thing")
@@ -79,6 +80,10 @@ def _check_safety(t: Table, w: AnswerWords) -> None:
             kind = "a hedge" if word in w.hedges else "a word of a yes or no phrase"
             raise t.fail("yes_no_ignored", f"{word!r} is {kind}: ignoring it could change "
                                            "the answer; remove it")  # fmt: skip
+    invited = {word for phrase in w.invite_vocabulary for word in phrase.split()}
+    for word in sorted(w.invite_ignored & invited):
+        raise t.fail("invite_ignored", f"{word!r} is a word of an invitation reply: ignoring it "
+                                       "could change the reply; remove it")  # fmt: skip
     for phrase in w.spoken_yes_no:
         if answers.parse_yes_no(phrase, words=w).kind != "value":
             raise t.fail("spoken_yes_no", f"{phrase!r} does not parse as a yes or a no; add it "

@@ -67,6 +67,18 @@ class AnswerWords:
     # the skip/repeat requests every rating question accepts.
     spoken_yes_no: tuple[str, ...]
     spoken_commands: tuple[str, ...]
+    # Replies to the daily invitation ([schedule] invitation), each as the whole reply or,
+    # if several words, anywhere in it: later is tried before no (a postponement is never a
+    # refusal), then no, then yes; a plain yes or no of the lists above counts too.
+    invite_yes: frozenset[str]
+    invite_later: frozenset[str]
+    invite_no: frozenset[str]
+    invite_ignored: frozenset[str]  # dropped from an invitation reply before it is matched
+
+    @property
+    def invite_vocabulary(self) -> tuple[str, ...]:
+        """What a grammar recogniser listens for after the invitation."""
+        return tuple(sorted(self.invite_yes | self.invite_later | self.invite_no))
 
     @property
     def longest_closing(self) -> int:

@@ -222,10 +222,11 @@ class Service:
                 channel = self.channel_factory()
                 try:
                     channel.say(self.cfg.invitation.format(name=self.participant.name))
-                    expect = Expectation("answer", schedule.INVITE_VOCABULARY,
+                    words = self.opened.protocol.answer_words
+                    expect = Expectation("answer", words.invite_vocabulary,
                                          max_seconds=self.cfg.answer_seconds)  # fmt: skip
                     heard = channel.listen(expect).text
-                    outcome = schedule.classify_reply(heard, self.opened.protocol.answer_words)
+                    outcome = schedule.classify_reply(heard, words)
                     if outcome == "snoozed":
                         channel.say(self.opened.protocol.wording(
                             "invitation_snoozed", name=self.participant.name,

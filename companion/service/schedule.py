@@ -137,27 +137,22 @@ def missed_reason(history: Sequence[Attempt]) -> str:
     return "no_answer"
 
 
-INVITE_YES = frozenset({"yes", "yeah", "yep", "sure", "ok", "okay", "start", "let's go", "ready"})
-INVITE_LATER = frozenset({"not now", "later", "maybe later", "in a bit", "snooze", "wait"})
-INVITE_NO = frozenset({"no", "nope", "no thanks", "not today", "skip", "decline"})
-INVITE_VOCABULARY = tuple(sorted(INVITE_YES | INVITE_LATER | INVITE_NO))
-
-
 def classify_reply(text: str, words: answers.AnswerWords) -> Outcome:
-    """The participant's reply to "Would you like to share a story now?"; a plain yes or no is
-    understood with the protocol's [answers] `words`."""
-    tokens = [t for t in answers.normalize(text) if t not in {"please", "um", "uh", "oh", "well"}]
+    """The participant's reply to "Would you like to share a story now?", read with the
+    protocol's [answers] `words` (the invite_* lists, and a plain yes or no)."""
+    tokens = [t for t in answers.normalize(text) if t not in words.invite_ignored]
     phrase = " ".join(tokens)
     if not phrase:
         return "no_answer"
     padded = f" {phrase} "
     # "Not now" before "no": a postponement must never be read as a refusal.
-    if phrase in INVITE_LATER or any(f" {w} " in padded for w in INVITE_LATER if " " in w):
+    later, no = words.invite_later, words.invite_no
+    if phrase in later or any(f" {w} " in padded for w in later if " " in w):
         return "snoozed"
-    if phrase in INVITE_NO or any(f" {w} " in padded for w in INVITE_NO if " " in w):
+    if phrase in no or any(f" {w} " in padded for w in no if " " in w):
         return "declined"
     yes_no = answers.parse_yes_no(phrase, words=words).value
-    if phrase in INVITE_YES or yes_no == 1:
+    if phrase in words.invite_yes or yes_no == 1:
         return "accepted"
     if yes_no == 0:
         return "declined"

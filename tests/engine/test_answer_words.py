@@ -33,6 +33,9 @@ CLOSINGS = 'closings = [\n    "thats all",'
 YES_NO_IGNORED = 'yes_no_ignored = ["um",'
 SPOKEN_YES_NO = 'spoken_yes_no = [\n    "yes",'
 SPOKEN_COMMANDS = 'spoken_commands = ["skip",'
+INVITE_YES = 'invite_yes = ["yes",'
+INVITE_LATER = 'invite_later = ["not now",'
+INVITE_IGNORED = 'invite_ignored = ["please",'
 
 
 def setting(key: str, value: str) -> tuple[str, str]:
@@ -77,6 +80,11 @@ BAD = [
     (adding(SPOKEN_YES_NO, '"perhaps"'), "answers.spoken_yes_no", "'perhaps' does not parse"),
     (setting("spoken_yes_no", '["yes", "sure"]'), "answers.spoken_yes_no", "needs a yes and a no"),
     (adding(SPOKEN_COMMANDS, '"go on"'), "answers.spoken_commands", "'go on' is not a skip"),
+    # an invitation reply means one thing, and nothing ignored in it could change it
+    (adding(INVITE_YES, '"later"'), "answers.invite_later", "'later' is in invite_yes as well"),
+    (adding(INVITE_LATER, '"no thanks"'), "answers.invite_no", "in invite_later as well"),
+    (adding(INVITE_IGNORED, '"now"'), "answers.invite_ignored", "'now' is a word of an"),
+    (adding(INVITE_IGNORED, '"let us"'), "answers.invite_ignored", "must be one word"),
 ]  # fmt: skip
 
 
@@ -169,3 +177,12 @@ def test_protocol_check_refuses_bad_answer_words(tmp_path: Path) -> None:
     one_error_line(proc, "study.toml: answers.fillers:", "'probably' is also in hedges")
     old = run_cli("protocol", "check", str(OLD_FORMAT))
     assert old.returncode == 0 and "answers" in old.stdout, old.stderr
+
+
+def test_a_studys_own_invitation_replies_are_how_the_service_reads_them() -> None:
+    from companion.service.schedule import classify_reply
+
+    own = parse_protocol(DEFAULT.replace(*adding(INVITE_LATER, '"after tea"'), 1), "s.toml")
+    assert classify_reply("after tea please", own.answer_words) == "snoozed"
+    assert classify_reply("after tea please", SHIPPED) == "no_answer"
+    assert "after tea" in own.answer_words.invite_vocabulary

@@ -14,9 +14,8 @@ from apscheduler.schedulers.base import BaseScheduler
 from companion import app
 from companion.clock import utc_now
 from companion.engine.dialogue import EndOfInput, Expectation, Heard
-from companion.engine.protocol import default_protocol_text
+from companion.engine.protocol import default_protocol_text, shipped_protocol
 from companion.service.runner import Service, make_scheduler
-from companion.service.schedule import INVITE_VOCABULARY
 from companion.settings.config import Config, Home, write_config
 
 STORY = "I walked by the river with my brother and we talked about our father."
@@ -48,7 +47,7 @@ class ScriptedChannel:
 
     def listen(self, expect: Expectation) -> Heard:
         now = utc_now()
-        if expect.vocabulary == INVITE_VOCABULARY:
+        if expect.vocabulary == shipped_protocol().answer_words.invite_vocabulary:
             self.world.invitations.append(now)
             script = self.world.invite_script
             reply = script.pop(0) if script else "yes"

@@ -279,7 +279,7 @@ def test_an_accepted_invitation_is_stored_as_its_session_starts(
 ) -> None:
     """A power cut mid-session must not make a scheduled session look started by hand: the
     accepted invitation, linked to its session, is on disk before the session's first question."""
-    from companion.service.schedule import INVITE_VOCABULARY
+    from companion.engine.protocol import shipped_protocol
     from tests.helpers.world import ScriptedChannel
 
     home = make_home(tmp_path)
@@ -287,7 +287,7 @@ def test_an_accepted_invitation_is_stored_as_its_session_starts(
     listen = ScriptedChannel.listen
 
     def observing(channel: ScriptedChannel, expect):  # type: ignore[no-untyped-def]
-        if expect.vocabulary != INVITE_VOCABULARY and not seen:
+        if expect.vocabulary != shipped_protocol().answer_words.invite_vocabulary and not seen:
             db = open_db(home / "companion.db")  # another connection: only what is committed
             running = db.execute("SELECT id FROM sessions WHERE status = 'running'").fetchall()
             stored = db.execute("SELECT outcome, session_id FROM invitations").fetchall()
