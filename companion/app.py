@@ -200,9 +200,8 @@ def upgrade_model(opened: Opened, progress: Progress | None = None) -> UpgradeRe
     chooser = story_chooser(opened)
     if not isinstance(chooser, EmpathicChooser):
         return None
-    return upgrade_home(
-        opened.db, chooser.encoder, chooser.weights, load_stories(opened.db), progress
-    )
+    return upgrade_home(opened.db, chooser.encoder, chooser.weights, load_stories(opened.db),
+                        opened.protocol.answer_words, progress)  # fmt: skip
 
 
 def prepare_bank(opened: Opened, progress: Progress | None = None) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 import sqlite_utils
 
 from companion.engine import answers
-from companion.engine.protocol import shipped_protocol
+from companion.engine.answers import AnswerWords
 from companion.engine.stories import Story
 from companion.model import personalize
 from companion.model.bank import (
@@ -54,6 +54,7 @@ def upgrade_home(
     encoder: CachedEncoder,
     weights: ScoreWeights,
     stories: Sequence[Story],
+    words: AnswerWords,
     progress: Progress | None = None,
 ) -> UpgradeResult | None:
     """Re-encode the home for `encoder`'s model if it was made by another one; None if not."""
@@ -68,7 +69,7 @@ def upgrade_home(
     bank = encode_bank(db, encoder, stories, progress)
     by_id = {s.id: s for s in stories}
     for participant_id in stale:
-        refit(db, encoder, weights, participant_id, by_id)
+        refit(db, encoder, weights, participant_id, by_id, words)
     seconds = time.perf_counter() - began
     with transaction(db):
         upgrades.finish_upgrade(db, upgrade_id, bank.total, len(stale))
@@ -85,6 +86,7 @@ def refit(
     weights: ScoreWeights,
     participant_id: str,
     stories: dict[str, Story],
+    words: AnswerWords,
 ) -> personalize.PreferenceState:
     """The participant's preference model learned again, in the same order from the same
     ratings, on the features the current model computes (stored per exposure, for `replay`)."""
@@ -95,8 +97,8 @@ def refit(
         bank = stored_encodings(db, encoder.version, [story]) if story else None
         if bank is None or not bank.stories:
             continue  # a story no longer in the bank: its rating cannot be placed
-        done = shipped_protocol().answer_words  # the story turns as the shipped words read them
-        told = " ".join(t for t in rated.story_turns if not answers.is_done(t, words=done))
+        # the story as the session took it: the home's protocol's words say which turn is "done"
+        told = " ".join(t for t in rated.story_turns if not answers.is_done(t, words=words))
         _, features = candidate_features(encoder, weights, told, bank)
         # rounded as the session logs features, so `replay` recomputes this state exactly
         values = [round(float(v), 9) for v in np.asarray(features[0])]
