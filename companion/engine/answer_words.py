@@ -37,10 +37,11 @@ def parse_answer_words(root: Table, shipped: AnswerWords | None) -> AnswerWords:
             return tuple(getattr(shipped, key))
         return _entries(t, key)
 
-    spoken = ("spoken_yes_no", "spoken_commands")  # in order: a grammar lists them so
+    spoken = ("spoken_yes_no", "spoken_commands", "spoken_hedges")  # in order, as grammars list
     sets = {key: frozenset(part(key)) for key in KEYS if key not in spoken}
     words = AnswerWords(**sets, spoken_yes_no=part("spoken_yes_no"),
-                        spoken_commands=part("spoken_commands"))  # fmt: skip
+                        spoken_commands=part("spoken_commands"),
+                        spoken_hedges=part("spoken_hedges"))  # fmt: skip
     _check_safety(t, words)
     return words
 
@@ -91,6 +92,13 @@ def _check_safety(t: Table, w: AnswerWords) -> None:
     values = {answers.parse_yes_no(p, words=w).value for p in w.spoken_yes_no}
     if values != {0, 1}:
         raise t.fail("spoken_yes_no", "needs a yes and a no, so either answer can be heard")
+    for phrase in w.spoken_hedges:
+        tokens = answers.normalize(phrase)
+        if (answers.parse_command(tokens, words=w) is not None
+                or answers.parse_yes_no(phrase, words=w).kind == "value"
+                or answers.parse_scale(phrase, 0, 10, words=w).kind == "value"):
+            raise t.fail("spoken_hedges", f"{phrase!r} reads as an answer or a request: a hedge "
+                                          "must be unclear; remove it")  # fmt: skip
     for phrase in w.spoken_commands:
         if answers.parse_command(answers.normalize(phrase), words=w) is None:
             raise t.fail("spoken_commands", f"{phrase!r} is not a skip or repeat phrase; add it "

@@ -67,6 +67,9 @@ class AnswerWords:
     # the skip/repeat requests every rating question accepts.
     spoken_yes_no: tuple[str, ...]
     spoken_commands: tuple[str, ...]
+    # Unclear replies a grammar recognizer listens for beside the answers, so that they are
+    # heard as themselves (and asked again); none may read as an answer or a request.
+    spoken_hedges: tuple[str, ...]
     # Replies to the daily invitation ([schedule] invitation), each as the whole reply or,
     # if several words, anywhere in it: later is tried before no (a postponement is never a
     # refusal), then no, then yes; a plain yes or no of the lists above counts too.

@@ -27,6 +27,9 @@ class Expectation:
     kind: Literal["answer", "story"]
     vocabulary: tuple[str, ...] = ()
     max_seconds: float | None = None
+    # Unclear replies ("not sure") a grammar recognizer should hear as themselves, so they are
+    # asked again instead of being forced onto an answer: the protocol's spoken_hedges.
+    hedges: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -166,7 +166,8 @@ class SessionRun:
     # -- steps -------------------------------------------------------------------------
     def ask(self, instrument: Instrument, item: Item) -> None:
         purpose = f"{instrument.id}.{item.id}"
-        expect = Expectation("answer", vocabulary_for(item, self.words))
+        expect = Expectation("answer", vocabulary_for(item, self.words),
+                             hedges=self.words.spoken_hedges)  # fmt: skip
         raws: list[str] = []
         unclear = repeats = 0
         text = item.text
@@ -215,7 +216,8 @@ class SessionRun:
             return True
         spoken = answers.NUMBER_NAMES[value] if item.type == "likert" else ("no", "yes")[value]
         self.say(self.prompt("confirm", answer=spoken), f"{purpose}.confirm")
-        spoken_yes_no = Expectation("answer", self.words.spoken_yes_no)
+        spoken_yes_no = Expectation("answer", self.words.spoken_yes_no,
+                                    hedges=self.words.spoken_hedges)  # fmt: skip
         reply = self.hear(spoken_yes_no, f"{purpose}.confirm")
         return answers.parse_yes_no(reply.text, words=self.words) == answers.Answer("value", 1)
 

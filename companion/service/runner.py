@@ -224,7 +224,8 @@ class Service:
                     channel.say(self.cfg.invitation.format(name=self.participant.name))
                     words = self.opened.protocol.answer_words
                     expect = Expectation("answer", words.invite_vocabulary,
-                                         max_seconds=self.cfg.answer_seconds)  # fmt: skip
+                                         max_seconds=self.cfg.answer_seconds,
+                                         hedges=words.spoken_hedges)  # fmt: skip
                     heard = channel.listen(expect).text
                     outcome = schedule.classify_reply(heard, words)
                     if outcome == "snoozed":

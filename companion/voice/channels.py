@@ -224,7 +224,7 @@ class VoiceChannel:
         detector = TurnDetector(self.settings.turn_config(expect))
         frame_s = detector.config.frame_ms / 1000.0
         mode: Mode = "grammar" if expect.kind == "answer" else "free"
-        recognizer = self.recognizers.create(mode, expect.vocabulary)
+        recognizer = self.recognizers.create(mode, expect.vocabulary, expect.hedges)
         t0 = self._clock()
         preroll: deque[bytes] = deque(maxlen=max(1, int(0.5 / frame_s)))
         turn_pcm: list[bytes] = []

@@ -34,12 +34,6 @@ UNKNOWN = "[unk]"
 # "five" once the recogniser had adapted (warm: 5.6 -> 1.1 %). Catch-alls like "hello",
 # "really", "probably" took clean "one", "four", "five" too.
 _GARBAGE_WORDS = "zero one two three four five six eight ten".split()  # noqa: SIM905
-# Hedges a participant says instead of an answer. As grammar alternatives they come out as
-# their own words, which the answer parser calls unclear (asked again); without them the
-# decoder forced "not sure" or "I don't know" onto "two" or "sure" (tuning voices). None
-# starts with "i": a phrase's "i" took the "-ive" of "five" while it was being said. "hmm"
-# stayed "two" as a hedge; "no idea" and "maybe" help (extra tuning voices).
-HEDGE_PHRASES = ("not sure", "don't know", "let me think", "no idea", "maybe")
 # Prior weight of the garbage path against the answers (a JSGF weight); a weight of 1e-4
 # or 1e-8 changed little on the tuning voices: the acoustic match decides.
 GARBAGE_WEIGHT = 1.0
@@ -83,7 +77,10 @@ class Recognizer(Protocol):
 class RecognizerFactory(Protocol):
     name: str
 
-    def create(self, mode: Mode, vocabulary: tuple[str, ...] = ()) -> Recognizer: ...
+    def create(self, mode: Mode, vocabulary: tuple[str, ...] = (),
+               hedges: tuple[str, ...] = ()) -> Recognizer:
+        """A recognizer for one turn; in grammar mode it hears `vocabulary`, and `hedges` as
+        themselves where the backend can tell them apart."""
 
     def knows(self, word: str) -> bool:
         """Is the word in the recogniser's lexicon (can a grammar use it)?"""
@@ -178,7 +175,8 @@ class VoskFactory:
     def knows(self, word: str) -> bool:
         return int(self.model.vosk_model_find_word(word)) >= 0
 
-    def create(self, mode: Mode, vocabulary: tuple[str, ...] = ()) -> VoskRecognizer:
+    def create(self, mode: Mode, vocabulary: tuple[str, ...] = (),
+               hedges: tuple[str, ...] = ()) -> VoskRecognizer:
         if mode == "grammar":
             phrases = filter_vocabulary(vocabulary, self.knows, self.name)
             if self.knows(UNKNOWN):
@@ -350,7 +348,8 @@ class PocketsphinxFactory:
         """Back to the state a fresh process starts in (the benchmark's cold state)."""
         self._dec.set_cmn(self._prior_cmn)
 
-    def create(self, mode: Mode, vocabulary: tuple[str, ...] = ()) -> PocketsphinxRecognizer:
+    def create(self, mode: Mode, vocabulary: tuple[str, ...] = (),
+               hedges: tuple[str, ...] = ()) -> PocketsphinxRecognizer:
         if self._current is not None and self._current.open:
             # The previous turn was abandoned (no speech, device lost): close it.
             self._dec.end_utt()
@@ -360,7 +359,7 @@ class PocketsphinxFactory:
         if mode == "grammar":
             phrases = filter_vocabulary(vocabulary, self.knows, self.name)
             if phrases:
-                phrases += [h for h in HEDGE_PHRASES if h not in phrases
+                phrases += [h for h in hedges if h not in phrases
                             and all(self.knows(w) for w in h.split())
                             and not self._sounds_like_an_answer(h, phrases)]  # fmt: skip
                 used = {w for p in phrases for w in p.split()}

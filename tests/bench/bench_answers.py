@@ -51,6 +51,7 @@ from tests.bench.answer_tuning import (  # noqa: E402
     sweep,
 )
 from tests.bench.machine import cpu_line  # noqa: E402
+from tests.helpers.speech import HEDGES
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -191,7 +192,7 @@ def decode_all(backend: str, clips: list[Clip], state: str, ns: int | None = Non
         # The read-back is heard with the session's yes/no words, as in Session.confirmed.
         shipped = load_protocol(None).answer_words
         words = shipped.spoken_yes_no if clip.group == "confirm" else vocabulary_for(item, shipped)
-        heard = channel.listen(Expectation("answer", words))
+        heard = channel.listen(Expectation("answer", words, hedges=HEDGES))
         a = parse_item(item, heard.text, shipped)
         got = f"value:{a.value}" if a.kind == "value" else a.kind
         tr = channel.last_transcript

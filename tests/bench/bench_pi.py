@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from tests.bench.machine import cpu_line
+from tests.helpers.speech import HEDGES
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,7 +89,7 @@ def child_rss(backend: str) -> None:
             # the Korean stand-in knows Korean numbers only (the vocabulary check refuses others)
             answer = speech_pcm("넷", "ko", 150)
             words = ("하나", "둘", "셋", "넷", "다섯")
-        rec = factory.create("grammar", words)
+        rec = factory.create("grammar", words, HEDGES)
         rec.accept(pad(answer))
         rec.final()
         rec = factory.create("free", ())

@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers.speech import ANSWER_VOCAB, STORY, pad, speech_pcm, with_noise
+from tests.helpers.speech import ANSWER_VOCAB, HEDGES, STORY, pad, speech_pcm, with_noise
 
 FRAME_MS = 30
 FB = 16000 * FRAME_MS // 1000 * 2
@@ -123,7 +123,7 @@ def child(backend: str, n: int) -> None:
     turns = [run_turn(factory, "grammar", vocab, pcm) for _, pcm in items]
     correct = 0
     for (text, pcm), _ in zip(items, turns, strict=True):
-        rec = factory.create("grammar", vocab)
+        rec = factory.create("grammar", vocab, HEDGES)
         rec.accept(pcm)
         correct += rec.final().text == text
     stories = (

@@ -28,7 +28,7 @@ from companion.voice.vocab import check_vocabulary
 from tests.bench.answer_corpus import mix, noise_bed
 from tests.bench.bench_answers import _Quiet, _Sink, auc
 from tests.bench.machine import cpu_line
-from tests.helpers.speech import speech_pcm
+from tests.helpers.speech import HEDGES, speech_pcm
 
 # Our own answer set: "one" to "five" (native numbers), yes, no, again, pass.
 ANSWERS = ("하나", "둘", "셋", "넷", "다섯", "네", "아니요", "다시", "통과")
@@ -53,7 +53,7 @@ def main() -> None:
     print("Korean answers known: " + ", ".join(f"{w} {factory.knows(w)}" for w in ANSWERS))
     bed = noise_bed("babble", 30.0)
     settings = VoiceSettings()
-    expect = Expectation("answer", ANSWERS)
+    expect = Expectation("answer", ANSWERS, hedges=HEDGES)
     rows = []
     seed = 0
     for phrase in ANSWERS:

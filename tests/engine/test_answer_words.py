@@ -34,6 +34,7 @@ YES_NO_IGNORED = 'yes_no_ignored = ["um",'
 SPOKEN_YES_NO = 'spoken_yes_no = [\n    "yes",'
 SPOKEN_COMMANDS = 'spoken_commands = ["skip",'
 INVITE_YES = 'invite_yes = ["yes",'
+SPOKEN_HEDGES = 'spoken_hedges = ["not sure",'
 INVITE_LATER = 'invite_later = ["not now",'
 INVITE_IGNORED = 'invite_ignored = ["please",'
 
@@ -80,6 +81,9 @@ BAD = [
     (adding(SPOKEN_YES_NO, '"perhaps"'), "answers.spoken_yes_no", "'perhaps' does not parse"),
     (setting("spoken_yes_no", '["yes", "sure"]'), "answers.spoken_yes_no", "needs a yes and a no"),
     (adding(SPOKEN_COMMANDS, '"go on"'), "answers.spoken_commands", "'go on' is not a skip"),
+    (adding(SPOKEN_HEDGES, '"four"'), "answers.spoken_hedges", "'four' reads as an answer"),
+    (adding(SPOKEN_HEDGES, '"yes"'), "answers.spoken_hedges", "'yes' reads as an answer"),
+    (adding(SPOKEN_HEDGES, '"skip it"'), "answers.spoken_hedges", "reads as an answer or a"),
     # an invitation reply means one thing, and nothing ignored in it could change it
     (adding(INVITE_YES, '"later"'), "answers.invite_later", "'later' is in invite_yes as well"),
     (adding(INVITE_LATER, '"no thanks"'), "answers.invite_no", "in invite_later as well"),
@@ -186,3 +190,37 @@ def test_a_studys_own_invitation_replies_are_how_the_service_reads_them() -> Non
     assert classify_reply("after tea please", own.answer_words) == "snoozed"
     assert classify_reply("after tea please", SHIPPED) == "no_answer"
     assert "after tea" in own.answer_words.invite_vocabulary
+
+
+def test_every_answer_a_session_listens_for_carries_the_protocols_hedges(tmp_path: Path) -> None:
+    """What a grammar recogniser hears beside the answers is the study's, at every question."""
+    from companion.engine.dialogue import Expectation, Heard
+    from companion.engine.session import run_session
+    from tests.helpers.run import SCRIPT
+
+    text = DEFAULT.replace(*setting("spoken_hedges", '["not sure", "pass me by"]'), 1)
+    opened = make_home(tmp_path, "P001", "Robin", protocol_text=text)
+    heard: list[Expectation] = []
+    replies = iter(SCRIPT)
+
+    class Recording:  # a channel that records what each turn expects
+        mode = "text"
+
+        def say(self, text: str) -> None:
+            pass
+
+        def listen(self, expect: Expectation) -> Heard:
+            heard.append(expect)
+            now = datetime.now(UTC)
+            return Heard(next(replies, "skip"), now, now)
+
+        def close(self) -> None:
+            pass
+
+    from companion import app
+
+    run_session(opened.recorder, opened.protocol, Recording(), opened.participant,
+                app.story_chooser(opened))  # fmt: skip
+    answers_heard = [e for e in heard if e.kind == "answer"]
+    assert len(answers_heard) >= 10
+    assert all(e.hedges == ("not sure", "pass me by") for e in answers_heard)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from companion.engine.protocol import shipped_protocol
 from companion.voice.audio import read_wav, resample, write_wav
 
 RATE = 16000
@@ -16,6 +17,8 @@ NUMBERS = ("one", "two", "three", "four", "five")
 LIKERT = ("strongly disagree", "disagree", "neutral", "agree", "strongly agree")
 COMMANDS = ("skip", "repeat that")
 ANSWER_VOCAB = NUMBERS + LIKERT + COMMANDS
+# What a session's grammars hear beside the answers (the shipped protocol's spoken_hedges).
+HEDGES = shipped_protocol().answer_words.spoken_hedges
 STORY = "Yesterday I went to the park with my sister and we talked for hours."
 
 

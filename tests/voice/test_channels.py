@@ -14,9 +14,17 @@ from companion.voice.channels import (
     VoiceChannel,
     VoiceSettings,
 )
-from tests.helpers.speech import ANSWER_VOCAB, NUMBERS, pad, speech_pcm, speech_wav, with_noise
+from tests.helpers.speech import (
+    ANSWER_VOCAB,
+    HEDGES,
+    NUMBERS,
+    pad,
+    speech_pcm,
+    speech_wav,
+    with_noise,
+)
 
-ANSWER = Expectation("answer", ANSWER_VOCAB)
+ANSWER = Expectation("answer", ANSWER_VOCAB, hedges=HEDGES)
 
 
 def channel(sphinx, pcm: bytes, **settings: object) -> VoiceChannel:
@@ -146,7 +154,7 @@ def test_synthesized_participant(sphinx) -> None:
     sink = WavSink()
     ch = SynthesizedParticipantChannel(answer_fn, VoiceSettings(), sink, recognizers=sphinx)
     ch.say("How are you feeling, from one to five?")
-    assert ch.listen(Expectation("answer", NUMBERS)).text == "four"
+    assert ch.listen(Expectation("answer", NUMBERS, hedges=HEDGES)).text == "four"
     ch.say("Tell me about your day.")
     story = ch.listen(Expectation("story"))
     assert len(story.text.split()) >= 3

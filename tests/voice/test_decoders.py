@@ -10,7 +10,7 @@ import pytest
 from companion.errors import ModelError
 from companion.settings.config import VoiceConfig
 from companion.voice.listen import PocketsphinxFactory, Recognizer, build_jsgf, pick_backend
-from tests.helpers.speech import ANSWER_VOCAB, STORY, pad, speech_pcm, with_noise
+from tests.helpers.speech import ANSWER_VOCAB, HEDGES, STORY, pad, speech_pcm, with_noise
 
 
 def decode(rec: Recognizer, pcm: bytes, chunk: int = 960) -> tuple[object, list[str]]:
@@ -37,7 +37,9 @@ def decode(rec: Recognizer, pcm: bytes, chunk: int = 960) -> tuple[object, list[
 def test_pocketsphinx_grammar_answers(
     sphinx: PocketsphinxFactory, text: str, voice: str, wpm: int
 ) -> None:
-    tr, partials = decode(sphinx.create("grammar", ANSWER_VOCAB), pad(speech_pcm(text, voice, wpm)))
+    tr, partials = decode(
+        sphinx.create("grammar", ANSWER_VOCAB, HEDGES), pad(speech_pcm(text, voice, wpm))
+    )
     assert tr.text == text  # type: ignore[attr-defined]
     assert partials and partials[-1] == text
     words = tr.words  # type: ignore[attr-defined]
@@ -48,7 +50,7 @@ def test_pocketsphinx_grammar_answers(
 
 def test_unknown_words_dropped_with_warning(sphinx: PocketsphinxFactory, caplog) -> None:
     caplog.set_level(logging.WARNING)
-    rec = sphinx.create("grammar", ("four", "flurbozzle", "five"))
+    rec = sphinx.create("grammar", ("four", "flurbozzle", "five"), HEDGES)
     tr, _ = decode(rec, pad(speech_pcm("four", "en-us", 160)))
     assert tr.text == "four"  # type: ignore[attr-defined]
     assert "flurbozzle" in caplog.text

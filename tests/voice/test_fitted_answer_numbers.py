@@ -22,7 +22,7 @@ from companion.voice.audio import WavSink, WavSource
 from companion.voice.channels import VoiceChannel, VoiceSettings
 from companion.voice.listen import PocketsphinxFactory
 from tests.helpers.run import REPO
-from tests.helpers.speech import ANSWER_VOCAB, pad, speech_pcm, with_noise
+from tests.helpers.speech import ANSWER_VOCAB, HEDGES, pad, speech_pcm, with_noise
 
 SHIPPED = resources.files("companion.data").joinpath(confirm.FIT_FILE).read_text("utf-8")
 BENCH = ("-m", "tests.bench.bench_answers")  # run as a module: it imports tests.bench
@@ -119,7 +119,7 @@ def _listen(factory: PocketsphinxFactory, pcm: bytes):
     factory.reset_adaptation()
     ch = VoiceChannel(VoiceSettings(), WavSource.from_pcm(pcm), WavSink(), recognizers=factory,
                       sleep=lambda s: None, clock=lambda: EPOCH)  # fmt: skip
-    return ch.listen(Expectation("answer", ANSWER_VOCAB)), ch
+    return ch.listen(Expectation("answer", ANSWER_VOCAB, hedges=HEDGES)), ch
 
 
 def _logistic(fit: confirm.AnswerFit, f: confidence.Features) -> float:

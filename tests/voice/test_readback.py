@@ -15,11 +15,13 @@ from companion.voice import confidence
 from companion.voice.audio import WavSink, WavSource
 from companion.voice.channels import VoiceChannel, VoiceSettings
 from companion.voice.listen import PocketsphinxFactory
-from tests.helpers.speech import ANSWER_VOCAB, pad, speech_pcm, with_noise
+from tests.helpers.speech import ANSWER_VOCAB, HEDGES, pad, speech_pcm, with_noise
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 WORDS = load_protocol().answer_words  # the shipped [answers]
-NUMBERS = Expectation("answer", ("one", "two", "three", "four", "five", "skip", "repeat"))
+NUMBERS = Expectation(
+    "answer", ("one", "two", "three", "four", "five", "skip", "repeat"), hedges=HEDGES
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,24 +49,26 @@ def test_slow_clean_numbers_are_heard(sphinx, word: str, voice: str) -> None:
     # heard as "two" before "no idea" was a hedge (extra tuning voices)
     ("no idea", "en-gb-x-gbclan", 130), ("i have no idea", "en-gb-x-gbclan", 130)])  # fmt: skip
 def test_hedges_are_not_taken_for_an_answer(sphinx, hedge: str, voice: str, wpm: int) -> None:
-    heard = hear(sphinx, hedge, voice, wpm, Expectation("answer", ANSWER_VOCAB))
+    heard = hear(sphinx, hedge, voice, wpm, Expectation("answer", ANSWER_VOCAB, hedges=HEDGES))
     assert answers.parse_scale(heard.text, 1, 5, None, words=WORDS).kind != "value"
 
 
 def test_read_back_grammar_has_no_hedge_that_sounds_like_no(sphinx) -> None:
-    """"don't know" ends like "no" and "no idea" starts with it: in the read-back they took
+    """ "don't know" ends like "no" and "no idea" starts with it: in the read-back they took
     the participant's "no" (asked again); in a rating grammar they stay."""
-    yes_no = sphinx.create("grammar", tuple(WORDS.spoken_yes_no)).phrases
+    yes_no = sphinx.create("grammar", tuple(WORDS.spoken_yes_no), HEDGES).phrases
     assert "don't know" not in yes_no and "no idea" not in yes_no
     assert "not sure" in yes_no  # kept: "not sure" must not become "sure"
-    rating = sphinx.create("grammar", tuple(ANSWER_VOCAB)).phrases
+    rating = sphinx.create("grammar", tuple(ANSWER_VOCAB), HEDGES).phrases
     assert {"don't know", "no idea", "maybe"} <= rating
 
 
 @pytest.mark.parametrize(("reply", "meant"), [("yes", 1), ("that's right", 1), ("no", 0),
                                               ("no it isn't", 0), ("nope", 0)])  # fmt: skip
 def test_read_back_replies_are_heard(sphinx, reply: str, meant: int) -> None:
-    heard = hear(sphinx, reply, "en-us", 160, Expectation("answer", WORDS.spoken_yes_no))
+    heard = hear(
+        sphinx, reply, "en-us", 160, Expectation("answer", WORDS.spoken_yes_no, hedges=HEDGES)
+    )
     assert answers.parse_yes_no(heard.text, words=WORDS) == answers.Answer("value", meant)
 
 
@@ -76,12 +80,14 @@ def test_a_no_in_noise_is_heard_as_no(voice: str, snr: float) -> None:
     ch = VoiceChannel(VoiceSettings(), WavSource.from_pcm(pcm), WavSink(),  # type: ignore[arg-type]
                       recognizers=PocketsphinxFactory(), sleep=lambda s: None,
                       clock=lambda: EPOCH)  # fmt: skip
-    heard = ch.listen(Expectation("answer", WORDS.spoken_yes_no))
+    heard = ch.listen(Expectation("answer", WORDS.spoken_yes_no, hedges=HEDGES))
     assert answers.parse_yes_no(heard.text, words=WORDS) == answers.Answer("value", 0)
 
 
 def test_not_sure_to_a_read_back_is_no_yes(sphinx) -> None:
-    heard = hear(sphinx, "not sure", "en-us", 160, Expectation("answer", WORDS.spoken_yes_no))
+    heard = hear(
+        sphinx, "not sure", "en-us", 160, Expectation("answer", WORDS.spoken_yes_no, hedges=HEDGES)
+    )
     assert answers.parse_yes_no(heard.text, words=WORDS) != answers.Answer("value", 1)
 
 

@@ -13,7 +13,7 @@ from companion.errors import ConfigError
 from companion.voice.audio import DeviceError, WavSink, resample
 from companion.voice.listen import PocketsphinxFactory
 from companion.voice.speak import Speaker, SpeakerSettings, split_sentences
-from tests.helpers.speech import ANSWER_VOCAB, pad
+from tests.helpers.speech import ANSWER_VOCAB, HEDGES, pad
 
 pytestmark = pytest.mark.slow  # real espeak-ng rendering, recognised back
 
@@ -111,7 +111,7 @@ def test_long_text_is_split_and_played_in_order(speaker: Speaker) -> None:
 
 def test_rendered_speech_is_recognised(speaker: Speaker, sphinx: PocketsphinxFactory) -> None:
     pcm, rate = speaker.render_pcm("Strongly agree.")
-    rec = sphinx.create("grammar", ANSWER_VOCAB)
+    rec = sphinx.create("grammar", ANSWER_VOCAB, HEDGES)
     audio = pad(resample(pcm, rate))
     for i in range(0, len(audio), 960):
         rec.accept(audio[i : i + 960])

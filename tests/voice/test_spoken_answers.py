@@ -21,9 +21,9 @@ from companion.voice.channels import VoiceChannel, VoiceSettings
 from companion.voice.listen import PocketsphinxFactory
 from companion.voice.turns import is_complete_answer
 from companion.voice.vocab import check_vocabulary
-from tests.helpers.speech import ANSWER_VOCAB, pad, speech_pcm, with_noise
+from tests.helpers.speech import ANSWER_VOCAB, HEDGES, pad, speech_pcm, with_noise
 
-ANSWER = Expectation("answer", ANSWER_VOCAB)
+ANSWER = Expectation("answer", ANSWER_VOCAB, hedges=HEDGES)
 
 
 @pytest.fixture()
@@ -66,7 +66,7 @@ def test_stories_have_no_confidence(cold) -> None:
     tr = rec.final()
     assert tr.text and tr.confidence is None  # NULL, not a made-up 1.0
     assert tr.features is None
-    rec = cold.create("grammar", ANSWER_VOCAB)
+    rec = cold.create("grammar", ANSWER_VOCAB, HEDGES)
     rec.accept(pad(speech_pcm("three", "en-us", 160)))
     f = rec.final().features
     assert f is not None and 0.0 <= f.stability <= 1.0 and 0.0 <= f.silence_share <= 1.0
@@ -84,7 +84,7 @@ def test_confidence_is_lower_for_noise_forced_answers(cold) -> None:
     for i, text in enumerate(("one", "three", "five", "agree")):
         for snr, out in ((40, clean), (15, noisy)):
             cold.reset_adaptation()
-            rec = cold.create("grammar", ANSWER_VOCAB)
+            rec = cold.create("grammar", ANSWER_VOCAB, HEDGES)
             rec.accept(with_noise(pad(speech_pcm(text, "en-gb+m3", 160), 0.6, 1.5), snr, seed=i))
             tr = rec.final()
             if tr.features is not None:
@@ -110,7 +110,7 @@ def test_complete_answer_ends_the_turn_early(cold) -> None:
     assert heard.text == "four"
     assert 0.25 <= waited_after_speech(heard, ch) <= 0.4  # not the 0.8 s pause
     # An unfinished phrase ("strongly" of "strongly agree") waits the full pause.
-    vocab = Expectation("answer", ("strongly agree", "agree", "disagree"))
+    vocab = Expectation("answer", ("strongly agree", "agree", "disagree"), hedges=HEDGES)
     pcm = with_noise(pad(speech_pcm("strongly", "en-us", 160), 0.6, 3.0), 30, seed=1)
     heard, ch = listen(cold, pcm, vocab)
     assert waited_after_speech(heard, ch) >= 0.8
@@ -181,7 +181,7 @@ def test_vocabulary_check_with_the_real_lexicon(cold) -> None:
 
 def test_never_falls_back_to_free_recognition(cold) -> None:
     with pytest.raises(ModelError, match="knows none of the answer words"):
-        cold.create("grammar", ("flurbozzle", "quixplat"))
+        cold.create("grammar", ("flurbozzle", "quixplat"), HEDGES)
 
 
 @pytest.mark.slow  # loads a vosk model
