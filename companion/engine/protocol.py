@@ -48,7 +48,8 @@ PROMPT_PLACEHOLDERS: dict[str, tuple[str, ...]] = {
     "confirm": ("name", "answer"), "confirm_retry": ("name",),
     "follow_ups": ("name",), "story_recall": ("name", "when", "memory"),
     "hint_likert": ("name", "low", "high"), "hint_yesno": ("name",), "hint_text": ("name",),
-    "invitation_snoozed": ("name", "minutes"), "invitation_declined": ("name",),
+    "invitation": ("name",), "invitation_snoozed": ("name", "minutes"),
+    "invitation_declined": ("name",),
 }  # fmt: skip
 REQUIRED_PROMPTS = (
     "greeting", "first_greeting", "checkin_intro", "story_invitation", "story_nothing_heard",
@@ -59,10 +60,10 @@ REQUIRED_PROMPTS = (
 # protocol's wording. The shipped file must have them all.
 OPTIONAL_PROMPTS = (
     "confirm", "confirm_retry", "story_recall", "hint_likert", "hint_yesno", "hint_text",
-    "invitation_snoozed", "invitation_declined",
+    "invitation", "invitation_snoozed", "invitation_declined",
 )  # fmt: skip
 # Said by the service outside a session, where no wording memory rotates alternatives.
-ONE_WORDING = ("invitation_snoozed", "invitation_declined")
+ONE_WORDING = ("invitation", "invitation_snoozed", "invitation_declined")
 
 
 @dataclass(frozen=True)
@@ -234,10 +235,16 @@ def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Proto
             key, prompts_table.text(key), PROMPT_PLACEHOLDERS[key]
         )
     defaulted = []
+    schedule = parse_schedule(data.get("schedule"), source)
     for key in OPTIONAL_PROMPTS:
-        if base is not None and key not in prompts_table:
+        shipped = [base.prompts[key]] if base else []
+        if key == "invitation" and schedule.invitation is not None:
+            if key in prompts_table:
+                raise prompts_table.fail(key, "is set in [schedule] as well; keep this one")
+            shipped = [schedule.invitation]  # where files before [prompts] invitation set it
+        elif base is not None and key not in prompts_table:
             defaulted.append(f"prompts.{key}")
-        text = prompts_table.text(key, *([base.prompts[key]] if base else []))
+        text = prompts_table.text(key, *shipped)
         prompts[key] = prompts_table.template(key, text, PROMPT_PLACEHOLDERS[key])
     # [prompts.alternatives]: more wordings of a prompt, said in turn with the main one.
     more = prompts_table.sub("alternatives")
@@ -296,7 +303,7 @@ def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Proto
         follow_ups=follow_ups,
         recall_when=recall_when,
         instruments=instruments,
-        schedule=parse_schedule(data.get("schedule"), source),
+        schedule=schedule,
     )
 
 

@@ -221,7 +221,8 @@ class Service:
             with session_lock(self.opened.home):
                 channel = self.channel_factory()
                 try:
-                    channel.say(self.cfg.invitation.format(name=self.participant.name))
+                    channel.say(self.opened.protocol.wording("invitation",
+                                                             name=self.participant.name))
                     words = self.opened.protocol.answer_words
                     expect = Expectation("answer", words.invite_vocabulary,
                                          max_seconds=self.cfg.answer_seconds,

@@ -63,8 +63,9 @@ class ScheduleConfig:
     backups_keep: int = 7
     # Below this much free disk (MB): no session, a `missed` row instead.
     min_free_mb: int = 200
-    # What the companion says to invite; may use {name}.
-    invitation: str = "Hello {name}, would you like to share a story now?"
+    # The invitation's wording as files before [prompts] invitation set it here; None: the
+    # protocol's [prompts] invitation (the shipped wording is the default protocol's).
+    invitation: str | None = None
 
     @property
     def max_per_day(self) -> int:

@@ -303,3 +303,15 @@ def test_protocol_check_covers_the_wording(tmp_path: Path) -> None:
     assert old.stdout.rstrip().endswith(", acknowledgements, answers"), old.stdout
     shipped = run_cli("protocol", "check", "companion/data/default_protocol.toml")
     assert shipped.returncode == 0 and "shipped wording used: none" in shipped.stdout
+
+
+def test_the_invitation_is_a_prompt_and_an_older_schedule_invitation_still_counts() -> None:
+    shipped = "Hello {name}, would you like to share a story now?"
+    assert SHIPPED.prompts["invitation"] == shipped
+    own = DEFAULT.replace(f'invitation = "{shipped}"', 'invitation = "Story time, {name}?"', 1)
+    assert parse_protocol(own, "own.toml").wording("invitation", name="Ana") == "Story time, Ana?"
+    older = OLD_FORMAT.read_text() + '\n[schedule]\ninvitation = "Ready, {name}?"\n'
+    assert parse_protocol(older, "old.toml").prompts["invitation"] == "Ready, {name}?"
+    both = DEFAULT + '\n[schedule]\ninvitation = "Ready, {name}?"\n'
+    with pytest.raises(ConfigError, match=r"^both\.toml: prompts\.invitation: is set in "):
+        parse_protocol(both, "both.toml")
