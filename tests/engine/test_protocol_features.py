@@ -120,10 +120,17 @@ def test_ctrl_c_ends_the_session_as_interrupted(home: Path) -> None:
     else:
         pytest.fail(f"no second question: {proc.stderr.read() if proc.stderr else ''}")
     time.sleep(0.2)  # the first answer is stored before the next question is asked
-    proc.send_signal(signal.SIGINT)
-    try:  # stdin stays open: Ctrl-C alone must end it
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
+    # stdin stays open: Ctrl-C alone must end it. A SIGINT that lands after the interpreter's
+    # last signal check but before it blocks in read() waits for input (CPython's own race,
+    # seen once in a few dozen loaded runs), so a person's second Ctrl-C is sent as well.
+    for _ in range(10):
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=3)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    else:
         proc.send_signal(signal.SIGABRT)  # the fault handler prints where it is stuck
         pytest.fail(f"still running 30 s after Ctrl-C: {proc.communicate()[1][-3000:]}")
     assert "Traceback" not in (proc.stderr.read() if proc.stderr else "")
