@@ -63,7 +63,7 @@ def install_asr(
         raise AsrModelError(f"{url}: --url needs --sha256 HEX so the download can be verified")
     if from_path is not None:
         _check_source(Path(from_path), sha256)  # before anything is created in the home
-    h = Home(Path(home).expanduser().absolute())  # config.toml stores absolute model paths
+    h = Home(Path(home).expanduser().resolve())  # config.toml stores absolute model paths
     config = load_config(h)  # a broken config.toml fails before any work is done
     existed = h.path.exists()
     h.ensure()
@@ -356,8 +356,8 @@ def _check_member(info: zipfile.ZipInfo, label: str) -> None:
         raise AsrModelError(
             f"{label}: unsafe entry {name!r} (absolute path or '..'); refusing to unpack it"
         )
-    mode = info.external_attr >> 16  # the Unix mode, when the zip was made on Unix
-    if mode and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    kind = stat.S_IFMT(info.external_attr >> 16)  # the Unix file type, when the zip says one
+    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
         raise AsrModelError(
             f"{label}: entry {name!r} is a link or special file, not a regular file; "
             "refusing to unpack it: use an official vosk model zip"
