@@ -2,16 +2,17 @@
 
 A model arrives as a zip or a directory (copied from a USB stick), or is downloaded
 from a URL with a known sha256 on a connected machine. It is verified (checksum,
-vosk layout), unpacked or copied safely (regular files only: a link is never followed out of
-the source), loaded by vosk in a child process on the staged copy, and only then moved into
-HOME/models/asr/<name>/ in one rename and selected in config.toml (by absolute path), so
-neither a session nor config.toml ever sees half a model or one that does not load. Only the `models install-asr`
-command calls this; sessions never touch the network. Which model a session uses is
-decided in `voice.backend`.
+vosk layout), unpacked or copied safely (regular files only: a link is never followed out
+of the source), loaded by vosk in a child process on the staged copy, and only then moved
+into HOME/models/asr/<name>/ in one rename and selected in config.toml (absolute path), so
+neither a session nor config.toml ever sees half a model or one that does not load. Only
+the `models install-asr` command calls this; sessions never touch the network. Which model
+a session uses is decided in `voice.backend`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -81,10 +82,8 @@ def install_asr(
             name = _name_from(source.name)
         label = str(url or source)
         staged = work / "model"
-        if source.is_dir():
-            top = _copy_dir(source, staged)
-        else:
-            top = _extract_zip(source, staged, label)
+        is_dir = source.is_dir()
+        top = _copy_dir(source, staged) if is_dir else _extract_zip(source, staged, label)
         name = _name_from(top) if top else name
         _make_private(staged)
         probe_model(staged, label)
@@ -140,14 +139,14 @@ def _load_failure(stderr: str, returncode: int) -> str:
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     kaldi = [ln for ln in lines if ln.startswith("ERROR")]
     if kaldi:
-        text = re.sub(r"^ERROR(?: \([^)]*\))?:?\s*", "", kaldi[0])
+        text = re.sub(r"^ERROR(?: \(.*?:\d+\))?:?\s*", "", kaldi[0])  # "(VoskAPI:F():x.cc:1)"
     elif lines and lines[-1].startswith("probe: "):
         text = lines[-1].removeprefix("probe: ")
     elif returncode < 0:
         text = f"the loader was killed by signal {-returncode}"
     else:
         text = f"the loader exited with status {returncode}"
-    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    text = " ".join("".join(ch if ch.isprintable() else "?" for ch in text).split())
     return text if len(text) <= 200 else text[:197] + "..."
 
 
@@ -398,7 +397,5 @@ def _undo_replace(target: Path, work: Path) -> None:
 
 
 def _remove_if_empty(folder: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):  # not empty: it holds more than this install made
         folder.rmdir()
-    except OSError:
-        pass  # not empty (or gone): it holds something besides what this install made

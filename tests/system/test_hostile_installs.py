@@ -131,7 +131,8 @@ def test_a_relative_home_stores_an_absolute_model_path(tmp_path: Path, ko_model:
     assert proc.returncode == 0, proc.stderr
     target = home.resolve() / "models" / "asr" / NAME
     assert f'vosk_model_dir = "{target}"' in (home / "config.toml").read_text()
-    assert (target / "am" / "final.mdl").read_bytes() == (ko_model / "am" / "final.mdl").read_bytes()
+    mdl = Path("am") / "final.mdl"
+    assert (target / mdl).read_bytes() == (ko_model / mdl).read_bytes()
     assert not [p for p in home.iterdir() if p.name.startswith(".install")]  # staging removed
     for where in (relative, str(home)):  # doctor finds it, from the same cwd or any
         doctor = run_cli("doctor", "--home", where, "--json", "--skip", "audio",

@@ -262,3 +262,18 @@ def test_url_download(home: Path, ko_zip: Path, server: str) -> None:
     assert_private_tree(target)
     assert sorted(p.name for p in target.parent.iterdir()) == [NAME]  # download removed
     assert load_config(Home(home)).voice.vosk_model_dir == str(target)
+
+
+@pytest.mark.parametrize("stderr, rc, why", [
+    ("LOG (VoskAPI:Model():model.cc:122) Decoding params\n"
+     "ERROR (VoskAPI:Read():kaldi-matrix.cc:1620) Failed to read matrix.\n\n  File position 7\n"
+     "probe: Failed to create a model\n", 1, "Failed to read matrix."),
+    ("probe: /m: not a vosk model (needs am/ and conf/)\n", 1,
+     "/m: not a vosk model (needs am/ and conf/)"),
+    ("", -6, "the loader was killed by signal 6"),
+    ("Segmentation fault\n", 139, "the loader exited with status 139"),
+])  # fmt: skip
+def test_why_a_model_did_not_load(stderr: str, rc: int, why: str) -> None:
+    from companion.voice.asr import _load_failure
+
+    assert _load_failure(stderr, rc) == why
