@@ -197,6 +197,7 @@ def restore(
             f"{backup}: schema v{version} is newer than this companion (v{SCHEMA_VERSION}); "
             "update the companion package first"
         )
+    ours = None if other_participant else load_config(home).participant_id  # before any work
     if files.free_bytes(home.path) < 2 * backup.stat().st_size + (1 << 20):
         raise BackupError(f"{home.path}: not enough free disk to restore {backup.name}; free some")
     with session_lock(home):
@@ -213,7 +214,6 @@ def restore(
                 source.close()
                 dest.close()
             theirs = _open_as_home(staged, backup, home)
-            ours = None if other_participant else load_config(home).participant_id
             if ours is not None and theirs and ours not in theirs:
                 raise BackupError(
                     f"{backup}: a backup of participant {', '.join(theirs)}, but this home's "

@@ -72,6 +72,14 @@ def test_a_fake_model_is_refused_before_the_home_changes(asr_home: Path, tmp_pat
         assert tree(asr_home) == before  # config.toml byte for byte, no model, no staging left
 
 
+def test_a_fake_model_for_a_new_home_creates_no_home(tmp_path: Path) -> None:
+    folder = fake_model(tmp_path / "fake" / NAME)
+    proc = install(tmp_path / "new-home", folder)
+    assert proc.returncode == 2, proc.stderr
+    one_error_line(proc, str(folder), "not a working vosk model")
+    assert not (tmp_path / "new-home").exists()
+
+
 @pytest.mark.slow  # hard-links the real model and loads it once
 @pytest.mark.vosk
 def test_a_damaged_real_model_is_refused(asr_home: Path, ko_model: Path, tmp_path: Path) -> None:
