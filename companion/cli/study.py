@@ -260,7 +260,9 @@ def status(home, as_json) -> None:
     type=click.Path(dir_okay=False, path_type=str),
     help="Backup file to restore (default: the newest one that passes the integrity check).",
 )
-def restore(home, source) -> None:
+@click.option("--other-participant", is_flag=True,
+              help="Restore a backup of another participant than config.toml's.")  # fmt: skip
+def restore(home, source, other_participant) -> None:
     """Restore the database from a verified backup; the current file is kept aside."""
     from pathlib import Path
 
@@ -272,7 +274,8 @@ def restore(home, source) -> None:
         from companion.errors import HomeError
 
         raise HomeError(f"{resolved.path}: no companion home here; check --home")
-    used, aside = restore_backup(resolved, Path(source) if source else None)
+    used, aside = restore_backup(resolved, Path(source) if source else None,
+                                 other_participant=other_participant)  # fmt: skip
     kept = f"; the previous database is kept as {aside}" if aside else ""
     click.echo(f"restored {resolved.db_path} from {used}{kept}")
 

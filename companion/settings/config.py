@@ -133,7 +133,8 @@ class Home:
 
 
 def resolve_home(home: str | Path | None) -> Home:
-    return Home(Path(home).expanduser() if home else default_home())
+    # Absolute: paths built from it are stored (config.toml) and read from other directories.
+    return Home((Path(home).expanduser() if home else default_home()).resolve())
 
 
 def load_config(home: Home) -> Config:

