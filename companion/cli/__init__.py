@@ -66,7 +66,7 @@ def main() -> None:
     if sys.stdout is None:  # started with stdout closed: no command could say what it did
         fail("standard output is closed; run companion with it open (>/dev/null discards it)")
     if sys.stdin is None:
-        sys.stdin = ClosedStream("input")  # type: ignore[assignment]
+        sys.stdin = ClosedStream("input")
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

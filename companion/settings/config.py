@@ -249,8 +249,10 @@ def check_id(value: object, where: str, error: type[Exception] = ConfigError) ->
     if not isinstance(normal, str) or not PARTICIPANT_ID.fullmatch(normal):
         shown = ascii(value) if len(ascii(value)) <= 40 else ascii(value)[:37] + "..."
         foreign = [c for c in normal if not c.isascii()] if isinstance(normal, str) else []
-        named = foreign and unicodedata.name(foreign[0], f"U+{ord(foreign[0]):04X}")
-        which = f" ({named} is not ASCII)" if named else ""
+        which = ""
+        if foreign:  # name the lookalike: a Cyrillic "Р" looks like the letter P
+            named = unicodedata.name(foreign[0], f"U+{ord(foreign[0]):04X}")
+            which = f" ({named} is not ASCII)"
         raise error(f"{where}: {shown}{which} must be 1-64 ASCII letters, digits, '.', '_' or "
                     "'-', starting with a letter or digit; retype it")  # fmt: skip
     return normal
