@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+from companion.errors import CompanionError, ConfigError, printable
 
 FILE_MODE, DIR_MODE = 0o600, 0o700
 
@@ -90,3 +93,38 @@ def json_object(text: str, source: str, remedy: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"{source}: must be a JSON object; {remedy}")
     return value
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a pipe"), (stat.S_ISCHR, "a device"),
+          (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+_CHUNK = 1024 * 1024
+
+
+def read_input(path: Path, what: str, max_bytes: int,
+               error: type[CompanionError] = ConfigError) -> str:  # fmt: skip
+    """The UTF-8 text of `path`, a regular file of at most `max_bytes`: the one way a file a
+    user names is read. A device, pipe or folder, a larger file or bytes that are not UTF-8
+    are one-line `error`s naming the file and what to do; nothing waits on a pipe's writer."""
+    name = printable(str(path))
+    try:
+        # O_NONBLOCK: opening a pipe returns at once instead of waiting for a writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError as exc:
+        raise error(f"{name}: cannot read {what} ({exc.strerror}); check the path") from None
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        kind = next((k for test, k in _KINDS if test(mode)), "not a file")
+        if not stat.S_ISREG(mode):
+            raise error(f"{name}: {what} is {kind}, not a regular file; give a file's path")
+        chunks, size = [], 0
+        while chunk := f.read(_CHUNK):
+            size += len(chunk)
+            if size > max_bytes:
+                raise error(f"{name}: {what} is larger than {max_bytes // (1024 * 1024)} MB; "
+                            "split it or check that this is the right file")  # fmt: skip
+            chunks.append(chunk)
+    try:
+        return b"".join(chunks).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{name}: {what} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+                    ) from None  # fmt: skip

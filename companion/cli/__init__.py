@@ -9,6 +9,8 @@ loads just what it needs. Nothing imports the CLI.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import signal
 import sqlite3
@@ -35,12 +37,36 @@ import click  # noqa: E402
 
 from companion.cli import device, research, study  # noqa: E402, F401  (register the commands)
 from companion.cli.base import cli  # noqa: E402
-from companion.errors import CompanionError  # noqa: E402
+from companion.errors import CompanionError, printable, space_problem  # noqa: E402
 
 __all__ = ["cli", "main"]
 
 
+class ClosedStream:
+    """Stands in for a standard stream the process was started without (`<&-`): the first
+    command that uses it ends with one line saying so, before it starts anything."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> object:
+        raise CompanionError(
+            f"standard {self._name} is closed; give the command an open one "
+            "(a terminal, a pipe or a file, e.g. < answers.txt)"
+        )
+
+
+def fail(message: str, code: int = 2) -> None:
+    """One line on stderr (escaped: a file name may hold a newline), then exit `code`."""
+    click.echo(f"companion: error: {printable(message)}", err=True)
+    sys.exit(code)
+
+
 def main() -> None:
+    if sys.stdout is None:  # started with stdout closed: no command could say what it did
+        fail("standard output is closed; run companion with it open (>/dev/null discards it)")
+    if sys.stdin is None:
+        sys.stdin = ClosedStream("input")
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
@@ -54,29 +80,32 @@ def main() -> None:
             ctx = ctx.parent
         usage = " ".join(["companion", *names, "--help"])
         message = " ".join(exc.format_message().split())
-        click.echo(f"companion: error: {message} (see {usage})", err=True)
-        sys.exit(2)
+        fail(f"{message} (see {usage})")
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"Error: {printable(exc.format_message())}", err=True)
         sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
     except CompanionError as exc:
-        click.echo(f"companion: error: {exc}", err=True)
-        sys.exit(2)
+        fail(str(exc))
     except sqlite3.DatabaseError as exc:  # found after opening: never a traceback
-        if "full" in str(exc):
-            hint = "the disk is full; free some space (everything stored before is kept)"
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(exc):
+            hint = ("the disk holding the database is full; free some space there (old exports, "
+                    "other files); everything stored before is kept")  # fmt: skip
         else:
             hint = "run companion doctor, then companion restore"
-        click.echo(f"companion: error: database: {exc}; {hint}", err=True)
-        sys.exit(2)
+        fail(f"database: {exc}; {hint}")
     except UnicodeDecodeError as exc:  # a file that should be text is not UTF-8
-        click.echo(f"companion: error: a file given is not UTF-8 text (byte {exc.start}: "
-                   f"{exc.reason}); save it as UTF-8", err=True)  # fmt: skip
-        sys.exit(2)
+        fail(f"a file given is not UTF-8 text (byte {exc.start}: {exc.reason}); save it as UTF-8")
+    except BrokenPipeError:  # whoever read the output stopped reading (`| head -1`)
+        # Point stdout at /dev/null, or flushing it at exit prints a second error.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        fail("standard output was closed by the program reading it")
     except OSError as exc:  # a full or read-only disk, a missing file: one line
         where = f"{exc.filename}: " if exc.filename else ""
-        click.echo(f"companion: error: {where}{exc.strerror or exc}", err=True)
-        sys.exit(2)
+        problem = exc.strerror or str(exc)
+        if exc.errno == errno.ENOSPC:
+            problem += "; " + (space_problem(exc.filename) or "the disk is full; free some space")
+        fail(f"{where}{problem}")
     except KeyboardInterrupt:
         click.echo("companion: interrupted", err=True)
         sys.exit(130)

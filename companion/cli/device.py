@@ -120,7 +120,7 @@ def model_replay(home, participant_id) -> None:
     from companion.settings.config import check_participant_id
 
     if participant_id is not None:
-        check_participant_id(participant_id, "--participant")
+        participant_id = check_participant_id(participant_id, "--participant")
     opened = app.open_home(home)
     who = participant_id or opened.config.participant_id
     if not opened.db.execute("SELECT 1 FROM participants WHERE id = ?", [who]).fetchone():

@@ -52,11 +52,12 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
     from companion.research.deidentify import load_names_file
     from companion.research.export import ExportOptions, count_rows, export_home
     from companion.settings.config import check_participant_id, resolve_home
+    from companion.store import exports
     from companion.store.guard import check_integrity, require_database, require_home
     from companion.store.readonly import ReadOnly
 
     if participant is not None:
-        check_participant_id(participant, "--participant")
+        participant = check_participant_id(participant, "--participant")
     if since and until and since > until:
         raise ConfigError(f"--since {since.date()} is after --until {until.date()}; swap them")
     resolved = resolve_home(home)
@@ -67,6 +68,12 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
     require_free(existing, 10, "an export")
     with ReadOnly(resolved.db_path) as reader:
         check_integrity(reader.db, resolved)  # damage is refused, not exported
+        known = exports.participant_ids(reader.db)
+        if participant is not None and participant not in known:
+            # An empty export would look like a participant who never answered.
+            shown = ", ".join(known[:5]) + (", ..." if len(known) > 5 else "") or "none"
+            raise ConfigError(f"--participant: no participant {participant!r} in "
+                              f"{resolved.db_path} (its participants: {shown}); check the id")
     default_names = resolved.path / "redact_names.txt"
     names_path = Path(names_file) if names_file else default_names
     options = ExportOptions(

@@ -21,13 +21,18 @@ import sqlite_utils
 
 from companion.clock import utc_now
 from companion.emotions import EMOTIONS
-from companion.errors import StoryImportError
+from companion.errors import StoryImportError, printable
+from companion.files import read_input
+from companion.settings.config import check_id
+from companion.settings.validate import parse_json
 from companion.store import content
 from companion.store.queries import heard_story_ids
 
 log = logging.getLogger(__name__)
 
 MIN_WORDS, MAX_WORDS = 20, 1500
+# A story file is read whole: 64 MB holds over 10,000 of the longest stories.
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -85,21 +90,17 @@ def add_stories(db: sqlite_utils.Database, stories: list[Story], source: str) ->
 
 def import_file(db: sqlite_utils.Database, path: Path) -> ImportResult:
     """Import stories from CSV or JSONL (title, text, optional emotion/tags/id)."""
-    try:
-        text = path.read_text("utf-8")
-    except OSError as exc:
-        raise StoryImportError(f"{path}: cannot read ({exc.strerror})") from exc
-    except UnicodeDecodeError:
-        raise StoryImportError(f"{path}: not UTF-8 text; save it as UTF-8") from None
+    source = printable(str(path))
     suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".ndjson", ".json"):
+        raise StoryImportError(f"{source}: unknown format {suffix!r}; use .csv or .jsonl")
+    text = read_input(path, "story file", MAX_FILE_BYTES, StoryImportError)
     if suffix == ".csv":
-        stories = parse_csv(text, str(path))
-    elif suffix in (".jsonl", ".ndjson", ".json"):
-        stories = parse_stories(text, str(path), id_prefix="import-")
+        stories = parse_csv(text, source)
     else:
-        raise StoryImportError(f"{path}: unknown format {suffix!r}; use .csv or .jsonl")
+        stories = parse_stories(text, source, id_prefix="import-")
     if not stories:
-        raise StoryImportError(f"{path}: no stories found; the file is empty")
+        raise StoryImportError(f"{source}: no stories found; the file is empty")
     return add_stories(db, stories, source=f"import:{path.name}")
 
 
@@ -108,10 +109,7 @@ def parse_stories(text: str, source: str, id_prefix: str) -> list[Story]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise StoryImportError(f"{source}:{lineno}: not valid JSON ({exc.msg})") from None
+        record = parse_json(line, f"{source}:{lineno}", StoryImportError)
         if not isinstance(record, dict):
             raise StoryImportError(f"{source}:{lineno}: each line must be a JSON object")
         stories.append(_story(record, source, lineno, id_prefix))
@@ -120,7 +118,16 @@ def parse_stories(text: str, source: str, id_prefix: str) -> list[Story]:
 
 def parse_csv(text: str, source: str) -> list[Story]:
     reader = csv.DictReader(io.StringIO(text))
-    missing = {"title", "text"} - set(reader.fieldnames or [])
+    try:
+        header = reader.fieldnames or []
+    except csv.Error as exc:
+        raise StoryImportError(f"{source}:1: bad CSV header ({exc})") from None
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:  # DictReader would keep the last column of a name and drop the others unseen
+        raise StoryImportError(
+            f"{source}:1: column {twice[0]!r} appears twice in the header; keep one"
+        )
+    missing = {"title", "text"} - set(header)
     if missing:
         raise StoryImportError(
             f"{source}:1: header lacks column(s) {', '.join(sorted(missing))}; "
@@ -161,11 +168,17 @@ def _story(record: dict[str, Any], source: str, lineno: int, id_prefix: str) -> 
     tags = record.get("tags", [])
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise StoryImportError(f"{where}: tags: must be a list of strings")
-    story_id = record.get("id") or content_hash(text)[:12]
-    if not isinstance(story_id, str | int):
-        raise StoryImportError(f"{where}: id: must be a string")
+    story_id = record.get("id")
+    if story_id in (None, ""):
+        story_id = content_hash(text)[:12]
+    elif isinstance(story_id, int) and not isinstance(story_id, bool):  # JSON true is no id
+        story_id = str(story_id)
+    if not isinstance(story_id, str):
+        shown = json.dumps(story_id)
+        raise StoryImportError(f"{where}: id: must be a string or a whole number, got "
+                               f"{shown if len(shown) <= 40 else shown[:37] + '...'}")
     return Story(
-        id=f"{id_prefix}{story_id}",
+        id=f"{id_prefix}{check_id(story_id, f'{where}: id', StoryImportError)}",
         title=title.strip(),
         text=" ".join(text.split()),
         emotion=emotion,

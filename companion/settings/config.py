@@ -12,6 +12,7 @@ import dataclasses
 import os
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,8 @@ from companion.settings.validate import Table, read_toml
 CONFIG_NAME = "config.toml"
 DB_NAME = "companion.db"
 DEVICE_ID_NAME = "device_id"
-PARTICIPANT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")  # whole value (fullmatch)
+# An id, whole (fullmatch), after NFKC: `check_id`. ASCII only: [A-Za-z] is no other script.
+PARTICIPANT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 NAME_MAX = 100
 ASR_BACKENDS = ("auto", "vosk", "pocketsphinx")
 FRAME_SIZES = (10, 20, 30)  # the frame lengths webrtcvad accepts, in ms
@@ -84,7 +86,7 @@ class VoiceConfig:
 class Config:
     """config.toml: who the participant is, which protocol and model, and [voice]."""
 
-    # Participant id stored with every session: 1-64 letters, digits, '.', '_' or '-'.
+    # Participant id stored with every session: 1-64 ASCII letters, digits, '.', '_' or '-'.
     participant_id: str = "P001"
     # The name the companion greets the participant with.
     participant_name: str = "friend"
@@ -208,7 +210,7 @@ def with_options(
         t = Table({option: value}, "command line")
         text = t.text(option)
         if key == "participant_id":
-            _participant_id(t, option, text)
+            text = _participant_id(t, option, text)
         elif key == "participant_name":
             _participant_name(t, option, text)
         elif key == "timezone":
@@ -239,12 +241,25 @@ def _timezone(t: Table, key: str, name: str) -> str:
     return name
 
 
-def check_participant_id(value: object, where: str) -> str:
-    """The one participant-id rule, for every entry point (config, options, replay, merge)."""
-    if not isinstance(value, str) or not PARTICIPANT_ID.fullmatch(value):
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        raise ConfigError(f"{where}: {shown} must be 1-64 letters, digits, '.', '_' or '-'")
-    return value
+def check_id(value: object, where: str, error: type[Exception] = ConfigError) -> str:
+    """The one id rule, for participant and story ids wherever they enter (config.toml,
+    --participant options, replay, merge, imported stories): NFKC-normalised (a full-width
+    "Ｐ042" is P042), then 1-64 ASCII letters, digits, '.', '_' or '-', starting with a letter
+    or digit; a lookalike from another script (a Cyrillic "Р042") is refused, never stored."""
+    normal = unicodedata.normalize("NFKC", value) if isinstance(value, str) else value
+    if not isinstance(normal, str) or not PARTICIPANT_ID.fullmatch(normal):
+        shown = ascii(value) if len(ascii(value)) <= 40 else ascii(value)[:37] + "..."
+        foreign = [c for c in normal if not c.isascii()] if isinstance(normal, str) else []
+        which = ""
+        if foreign:  # name the lookalike: a Cyrillic "Р" looks like the letter P
+            named = unicodedata.name(foreign[0], f"U+{ord(foreign[0]):04X}")
+            which = f" ({named} is not ASCII)"
+        raise error(f"{where}: {shown}{which} must be 1-64 ASCII letters, digits, '.', '_' or "
+                    "'-', starting with a letter or digit; retype it")  # fmt: skip
+    return normal
+
+
+check_participant_id = check_id
 
 
 def check_participant_name(value: object, where: str) -> str:

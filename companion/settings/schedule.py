@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, time
+from datetime import date, time, timedelta
 from typing import Any, Literal
 
 from companion.errors import ConfigError
@@ -102,7 +102,49 @@ def parse_schedule(table: Mapping[str, Any] | None, source: str) -> ScheduleConf
             "sessions_per_day",
             f"must be from 1 to {len(config.windows)} (one session per window at most)",
         )
+    never_invites(config, t)
     return config
+
+
+def never_invites(config: ScheduleConfig, t: Table) -> None:
+    """Refuse a schedule under which the companion could never invite: no study weekday in
+    the study's dates, or quiet hours (and the answer time) leaving no moment in any window.
+    Local wall-clock arithmetic, as the plan (`companion.service.schedule`) uses it."""
+    if config.start_date is not None and config.days < 7:
+        dates = [config.start_date + timedelta(days=n) for n in range(config.days)]
+        if not any(d.weekday() in config.weekdays for d in dates):
+            last = dates[-1]
+            raise t.fail("weekdays", f"none of them falls between start_date "
+                         f"{config.start_date} and {last} ({config.days} study days), so the "
+                         "companion would never invite; add a weekday or more days")  # fmt: skip
+    def open_in(quiet: Window | None) -> bool:
+        return any(_can_invite(w, quiet, config.answer_seconds) for w in config.windows)
+
+    if not open_in(None):
+        raise t.fail("windows", f"every window is shorter than answer_seconds "
+                     f"({config.answer_seconds} s), so the companion would never invite; "
+                     "lengthen a window")  # fmt: skip
+    if not open_in(config.quiet_hours):
+        raise t.fail("quiet_hours", "they cover every window (leaving less than answer_seconds "
+                     "of any), so the companion would never invite; shorten quiet_hours or "
+                     "move the windows")  # fmt: skip
+
+
+def _seconds(moment: time) -> int:
+    return moment.hour * 3600 + moment.minute * 60 + moment.second
+
+
+def _can_invite(window: Window, quiet: Window | None, answer_seconds: int) -> bool:
+    """Whether some invitation in `window` is outside `quiet` with time left to answer: the
+    earliest one is at the window's start, or where quiet hours end if they hold the start."""
+    start, end = _seconds(window.start), _seconds(window.end)
+    if quiet is not None:
+        q_start, q_end = _seconds(quiet.start), _seconds(quiet.end)
+        if q_start <= q_end and q_start <= start < q_end:
+            start = q_end
+        elif q_start > q_end and (start >= q_start or start < q_end):
+            start = q_end if start < q_end else 24 * 3600  # after midnight: not this window
+    return start + answer_seconds <= end
 
 
 def span(t: Table, key: str, text: str) -> Window:

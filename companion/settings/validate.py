@@ -8,6 +8,7 @@ only the keys that are present and lets the dataclass fill in the rest.
 
 from __future__ import annotations
 
+import json
 import string
 import tomllib
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -15,28 +16,27 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any, TypeVar
 
-from companion.errors import ConfigError
+from companion.errors import ConfigError, printable
+from companion.files import read_input
 
 T = TypeVar("T")
 _REQUIRED: Any = object()
 # SQLite stores INTEGER as a signed 64-bit number.
 SQLITE_INT_MAX = 2**63 - 1
+# A config or protocol file is a few KB; anything near this is not one.
+MAX_TOML_BYTES = 1024 * 1024
+# A JSON record's arrays and objects nest at most this deep (a story line nests 2).
+MAX_JSON_DEPTH = 32
 
 
 def read_toml(path: Path, what: str = "file") -> dict[str, Any]:
-    """Parse a TOML file; unreadable or malformed files are one-line ConfigErrors."""
-    try:
-        text = path.read_text("utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read {what} ({exc.strerror})") from exc
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{path}: {what} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
-        ) from exc
-    return parse_toml(text, str(path))
+    """Parse a TOML file, read through `files.read_input` (a regular file of at most
+    MAX_TOML_BYTES); unreadable or malformed files are one-line ConfigErrors."""
+    return parse_toml(read_input(path, what, MAX_TOML_BYTES), str(path))
 
 
 def parse_toml(text: str, source: str) -> dict[str, Any]:
+    source = printable(source)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -45,8 +45,37 @@ def parse_toml(text: str, source: str) -> dict[str, Any]:
         ) from exc
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply to read; simplify the file") from None
-    except UnicodeDecodeError as exc:  # pragma: no cover - read_text decodes first
-        raise ConfigError(f"{source}: not UTF-8 text ({exc.reason})") from exc
+
+
+def parse_json(text: str, where: str, error: type[Exception] = ConfigError) -> Any:
+    """One JSON value, refused in one line (an `error` naming `where`) when it is not valid
+    JSON, nests deeper than MAX_JSON_DEPTH or holds a lone surrogate escape ("\\ud800"),
+    which no UTF-8 file or database can store."""
+    deep = error(f"{where}: JSON nested more than {MAX_JSON_DEPTH} levels deep; write flat records")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}); fix it"
+                    ) from None  # fmt: skip
+    except RecursionError:
+        raise deep from None
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list) and depth > MAX_JSON_DEPTH:
+            raise deep
+        if isinstance(item, dict):
+            pending += [(v, depth + 1) for pair in item.items() for v in pair]
+        elif isinstance(item, list):
+            pending += [(v, depth + 1) for v in item]
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                bad = ascii(item[exc.start])[1:-1]
+                raise error(f"{where}: {bad} is half of a UTF-16 pair (a lone surrogate), not "
+                            "a character; remove it or write the whole character") from None
+    return value
 
 
 def one_line(text: str) -> str:
@@ -70,7 +99,8 @@ class Table:
         return key in self.table
 
     def fail(self, key: str, problem: str) -> ConfigError:
-        return ConfigError(one_line(f"{self.source}: {self.where}{key}: {problem}"))
+        # The source is a path: escaped, not folded, so the line names the real file.
+        return ConfigError(printable(self.source) + one_line(f": {self.where}{key}: {problem}"))
 
     # -- plain values ---------------------------------------------------------------------
     def get(self, key: str, kind: type | tuple[type, ...], default: Any = _REQUIRED) -> Any:

@@ -17,7 +17,7 @@ from pathlib import Path
 import sqlite_utils
 
 from companion.clock import iso, utc_now
-from companion.errors import CompanionError
+from companion.errors import CompanionError, DiskSpaceError, printable, space_problem
 from companion.files import open_private
 from companion.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -89,8 +89,13 @@ def open_db(path: Path) -> sqlite_utils.Database:
         db.execute("PRAGMA busy_timeout=10000")
         migrate(db)
     except sqlite3.DatabaseError as exc:
+        # Out of space or inodes SQLite cannot make its -wal file ("unable to open"): the
+        # database is fine, and restoring a backup would need the same room.
+        full = space_problem(path)
+        if full is not None:
+            raise DiskSpaceError(f"{printable(str(path))}: cannot open ({exc}): {full}") from exc
         raise DatabaseError(
-            f"{path}: not a usable SQLite database ({exc}); restore a backup"
+            f"{printable(str(path))}: not a usable SQLite database ({exc}); restore a backup"
         ) from exc
     return db
 
@@ -106,10 +111,13 @@ def transaction(db: sqlite_utils.Database) -> Iterator[None]:
     db.execute("BEGIN IMMEDIATE")
     try:
         yield
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        # SQLite has already rolled back after some errors (a full disk): a second ROLLBACK
+        # would fail and hide the error that says what happened.
+        if db.conn.in_transaction:
+            db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 def log_event(
