@@ -239,8 +239,9 @@ def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Proto
     for key in OPTIONAL_PROMPTS:
         shipped = [base.prompts[key]] if base else []
         if key == "invitation" and schedule.invitation is not None:
-            if key in prompts_table:
-                raise prompts_table.fail(key, "is set in [schedule] as well; keep this one")
+            if key in prompts_table and prompts_table.text(key) != schedule.invitation:
+                raise prompts_table.fail(key, "differs from [schedule] invitation, where older "
+                                              "files set it; keep one")  # fmt: skip
             shipped = [schedule.invitation]  # where files before [prompts] invitation set it
         elif base is not None and key not in prompts_table:
             defaulted.append(f"prompts.{key}")

@@ -312,6 +312,8 @@ def test_the_invitation_is_a_prompt_and_an_older_schedule_invitation_still_count
     assert parse_protocol(own, "own.toml").wording("invitation", name="Ana") == "Story time, Ana?"
     older = OLD_FORMAT.read_text() + '\n[schedule]\ninvitation = "Ready, {name}?"\n'
     assert parse_protocol(older, "old.toml").prompts["invitation"] == "Ready, {name}?"
+    same = DEFAULT + f'\n[schedule]\ninvitation = "{shipped}"\n'  # the shipped file, as before
+    assert parse_protocol(same, "same.toml").prompts["invitation"] == shipped
     both = DEFAULT + '\n[schedule]\ninvitation = "Ready, {name}?"\n'
-    with pytest.raises(ConfigError, match=r"^both\.toml: prompts\.invitation: is set in "):
+    with pytest.raises(ConfigError, match=r"^both\.toml: prompts\.invitation: differs from "):
         parse_protocol(both, "both.toml")
