@@ -37,6 +37,7 @@ from companion.errors import CompanionError
 from companion.research import identity, progress
 from companion.research.cells import restore
 from companion.research.export import read_manifest
+from companion.settings.config import PARTICIPANT_ID
 from companion.settings.validate import one_line
 from companion.store import study
 from companion.store.db import transaction
@@ -55,9 +56,6 @@ SHARED_TABLES = {
 }
 # Columns holding a participant id, checked by `participant_id` as they are read.
 PARTICIPANT_COLUMNS = {"participants": ("id",), "sessions": ("participant_id",)}
-# What a participant id may be made of, after NFKC: ASCII only, so no letter of another
-# script (a Cyrillic Р for P) passes for an existing id.
-PARTICIPANT_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 class MergeError(CompanionError):
@@ -74,8 +72,10 @@ class MergeResult:
 
 
 def participant_id(value: Any) -> Any:
-    """The id as merge stores it (NFKC); ValueError for one not of ASCII letters, digits,
-    '-', '_' and '.'. Local to merge until settings has the one shared id check."""
+    """The id as merge stores it (NFKC), if it then is ASCII letters, digits, '-', '_' and '.'
+    (settings' PARTICIPANT_ID), else ValueError: a letter of another script (a Cyrillic Р
+    for P) must not pass for an existing id. Local to merge until settings' shared id
+    check normalises too."""
     if not isinstance(value, str):
         return value  # a missing id is the codebook's concern (_convert)
     normal = unicodedata.normalize("NFKC", value)
