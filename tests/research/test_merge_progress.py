@@ -294,8 +294,8 @@ def test_a_device_database_is_refused_as_the_target(device) -> None:
     assert done.returncode == 2
     one_error_line(done, str(home / "companion.db"), "a device's own database")
     assert (snapshot(home), db_signature(home / "companion.db")) == before
-    tables = {r[0] for r in _read(home / "companion.db",
-                                  "SELECT name FROM sqlite_master WHERE type = 'table'")}  # fmt: skip
+    listed = _read(home / "companion.db", "SELECT name FROM sqlite_master WHERE type = 'table'")
+    tables = {name for (name,) in listed}
     assert not tables & {"study_meta", "merges", "participant_devices"}
 
 
