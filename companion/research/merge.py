@@ -88,12 +88,12 @@ def participant_id(value: Any) -> Any:
     return normal
 
 
-def open_study(path: Path) -> sqlite_utils.Database:
+def open_study(path: Path, schema: bool = True) -> sqlite_utils.Database:
     refused = study.target_refusal(path)
     if refused:  # checked before anything is created or added there
         raise MergeError(f"{path}: {refused}")
     try:
-        return study.open_study(path, SHARED_TABLES, DEVICE_TABLES)
+        return study.open_study(path, SHARED_TABLES, DEVICE_TABLES, schema)
     except sqlite3.DatabaseError as exc:
         raise MergeError(f"{path}: not a usable study database ({exc})") from exc
 
@@ -311,10 +311,13 @@ def merge_exports(
     except ValueError as exc:
         raise MergeError(f"--same-person: {exc}") from exc
     new = not out.exists()
-    db = open_study(out)
+    db = open_study(out, schema=False)
     try:
-        with transaction(db):
-            return [_merge_one(db, d, manifest, people) for d, manifest in manifests]
+        with transaction(db):  # the tables too: a refused merge adds none to an empty file
+            study.create_schema(db, SHARED_TABLES, DEVICE_TABLES)
+            results = [_merge_one(db, d, manifest, people) for d, manifest in manifests]
+        study.use_wal(db)
+        return results
     except BaseException:
         if new:  # refused on the first merge: leave no empty study database behind
             db.close()

@@ -77,22 +77,30 @@ def target_refusal(path: Path) -> str | None:
 
 
 def open_study(
-    path: Path, shared: Iterable[str], per_device: Sequence[str]
+    path: Path, shared: Iterable[str], per_device: Sequence[str], schema: bool = True
 ) -> sqlite_utils.Database:
     """Open (creating it 0600: it holds every participant's answers) a study database with
-    its tables. Raises sqlite3.DatabaseError for a file that is not one."""
+    its tables in WAL mode. `schema=False`: neither, so a caller can create the tables in its
+    own transaction and a refused one leaves an empty file empty (`use_wal` after it).
+    Raises sqlite3.DatabaseError for a file that is not one."""
     if not path.exists():
         with open_private(path, "wb"):
             pass
     conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
     db = sqlite_utils.Database(conn)
     try:
-        db.execute("PRAGMA journal_mode=WAL")
-        create_schema(db, shared, per_device)
+        if schema:
+            use_wal(db)
+            create_schema(db, shared, per_device)
     except sqlite3.DatabaseError:
         db.close()
         raise
     return db
+
+
+def use_wal(db: sqlite_utils.Database) -> None:
+    """WAL: a report or browse can read while a merge writes (kept by the file once set)."""
+    db.execute("PRAGMA journal_mode=WAL")
 
 
 def meta(db: sqlite_utils.Database, key: str) -> str | None:

@@ -30,8 +30,10 @@ from tests.helpers.study import make_home, run_scripted, session_lines
 MID = 7  # replies before the mid-session export: check-in, story, two post-story items
 
 
-def _read(db: Path, sql: str, args: tuple = ()) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+def _read(db: Path, sql: str, args: tuple = (), live: bool = False) -> list[tuple]:
+    """Rows, read without writing anything beside `db` (immutable: no -wal or -shm is made);
+    `live`: a database a running session writes to, read through its WAL."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro" + ("" if live else "&immutable=1"), uri=True)
     try:
         return sorted(conn.execute(sql, args).fetchall(), key=repr)
     finally:
@@ -42,6 +44,13 @@ def _data(study: Path) -> dict[str, list[tuple]]:
     """Every row of every table but the log of merges (which records each export merged)."""
     names = [r[0] for r in _read(study, "SELECT name FROM sqlite_master WHERE type = 'table'")]
     return {t: _read(study, f'SELECT * FROM "{t}"') for t in names if t != "merges"}
+
+
+def _home(path: Path) -> Path:
+    """A new home, closed again: its sessions run in `companion session` processes."""
+    opened = make_home(path, "P042", "Robin")
+    opened.db.close()
+    return opened.home.path
 
 
 def _start_session(home: Path) -> subprocess.Popen:
@@ -63,7 +72,7 @@ def _say(proc: subprocess.Popen, lines: list[str], pause: float = 0.0) -> None:
 def _wait_for_answers(home: Path, n: int) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if _read(home / "companion.db", "SELECT COUNT(*) FROM self_reports")[0][0] >= n:
+        if _read(home / "companion.db", "SELECT COUNT(*) FROM self_reports", live=True)[0][0] >= n:
             return
         time.sleep(0.2)
     raise AssertionError(f"the session stored fewer than {n} answers in 120 s")
@@ -93,7 +102,7 @@ def _device_id(export: Path) -> str:
 def device(tmp_path_factory):
     """A home exported while its session ran (after MID replies) and after it completed."""
     root = tmp_path_factory.mktemp("progress")
-    home = make_home(root / "home", "P042", "Robin").home.path
+    home = _home(root / "home")
     proc = _start_session(home)
     _say(proc, SCRIPT[:MID])
     _wait_for_answers(home, 4)
@@ -209,6 +218,10 @@ def test_a_true_conflict_is_refused_and_nothing_written(device, tmp_path, case) 
     assert done.returncode == 2
     one_error_line(done, "conflicts with the merged copy", f"column {column} differs")
     assert db_signature(study) == before
+    empty = tmp_path / "empty.db"  # a file made for the study: refused, it stays empty
+    empty.touch()
+    done = _merge(empty, final, changed)
+    assert done.returncode == 2 and empty.stat().st_size == 0, done.stderr
 
 
 def test_progress_rules_refuse_a_row_half_forward_half_back() -> None:
@@ -289,11 +302,12 @@ def test_damaged_manifests_are_refused_in_one_line(device, tmp_path) -> None:
 
 def test_a_device_database_is_refused_as_the_target(device) -> None:
     home, _, final = device
-    before = snapshot(home), db_signature(home / "companion.db")
+    before = snapshot(home), _data(home / "companion.db")
+    assert not (home / "companion.db-wal").exists()  # so a read would show as a new file
     done = _merge(home / "companion.db", final)
     assert done.returncode == 2
     one_error_line(done, str(home / "companion.db"), "a device's own database")
-    assert (snapshot(home), db_signature(home / "companion.db")) == before
+    assert (snapshot(home), _data(home / "companion.db")) == before
     listed = _read(home / "companion.db", "SELECT name FROM sqlite_master WHERE type = 'table'")
     tables = {name for (name,) in listed}
     assert not tables & {"study_meta", "merges", "participant_devices"}
@@ -338,7 +352,7 @@ def test_exports_and_merges_while_a_session_runs(tmp_path) -> None:
     """A few replies at a time, each followed at once by an export and a merge that run while
     the session answers them: every merge is accepted, and the last leaves the finished
     session with every answer once."""
-    home = make_home(tmp_path / "home", "P042", "Robin").home.path
+    home = _home(tmp_path / "home")
     proc = _start_session(home)
     study = tmp_path / "study.db"
     seen = set()
