@@ -48,10 +48,6 @@ class Verdict:
     older: tuple[str, ...] = ()
     conflict: str | None = None
 
-    @property
-    def same(self) -> bool:
-        return not (self.newer or self.older or self.conflict)
-
 
 def _stage(stages: tuple[tuple[Any, ...], ...], value: Any) -> int | None:
     """The value's stage; a FILLED column's set value is the stage after the empty one."""
