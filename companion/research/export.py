@@ -28,7 +28,7 @@ from companion.clock import iso, utc_now
 from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
 from companion.files import open_private, private_dir, require_free, write_private
-from companion.research import cells, codebook, datapackage
+from companion.research import cells, codebook, datapackage, manifest_schema
 from companion.research.identity import manifest_identities, salt_id
 from companion.research.options import (
     FREE_TEXT,
@@ -48,9 +48,8 @@ __all__ = ["FREE_TEXT", "OPTION_COLUMNS", "TRANSCRIPT_COLUMNS", "ExportOptions",
            "read_manifest"]  # fmt: skip
 
 MANIFEST = "manifest.json"
-# 2: CSV text cells are neutralised (companion.research.cells); merge reads 1 and 2.
-MANIFEST_FORMAT = 2
-READABLE_FORMATS = (1, 2)
+MANIFEST_FORMAT = manifest_schema.MANIFEST_FORMAT
+READABLE_FORMATS = manifest_schema.READABLE_FORMATS
 TABLES = schema.EXPORTED
 Progress = Callable[[int], None]
 
@@ -156,7 +155,9 @@ def export_home(
     staging = out.with_name(f".{out.name}.partial")
     shutil.rmtree(staging, ignore_errors=True)
     try:
-        with ReadOnly(home.db_path) as reader:
+        # One read transaction: every table as of one moment, even while a session writes
+        # (else a turn or an answer could name a session row read before it existed).
+        with ReadOnly(home.db_path) as reader, exports.snapshot(reader.db):
             result = _export(home, reader, staging, options, config, progress)
         if out.exists():
             out.rmdir()  # empty, checked above
@@ -259,15 +260,21 @@ def read_manifest(export_dir: Path, verify: bool = True) -> dict[str, Any]:
         raise ExportError(f"{path}: no manifest; is this a companion export?") from None
     except (OSError, ValueError) as exc:
         raise ExportError(f"{path}: unreadable manifest ({exc})") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") not in READABLE_FORMATS:
-        raise ExportError(f"{path}: unknown manifest format; update companion")
+    refused = manifest_schema.refusal(path, manifest)
+    if refused:
+        raise ExportError(refused)
     if verify:
         for name, meta in manifest["files"].items():
             file = export_dir / name
-            if not (export_dir / name).resolve().is_relative_to(export_dir.resolve()):
+            try:
+                inside = file.resolve().is_relative_to(export_dir.resolve())
+                digest = sha256_file(file) if inside and file.is_file() else None
+            except (OSError, ValueError) as exc:  # a NUL in the name, a file unreadable
+                raise ExportError(f"{path}: file {name!r} cannot be read ({exc})") from exc
+            if not inside:
                 raise ExportError(f"{path}: file {name!r} is outside the export; refused")
-            if not file.is_file():
+            if digest is None:
                 raise ExportError(f"{file}: listed in the manifest but missing; copy it again")
-            if sha256_file(file) != meta["sha256"]:
+            if digest != meta["sha256"]:
                 raise ExportError(f"{file}: sha256 does not match the manifest; copy it again")
     return manifest

@@ -5,9 +5,14 @@ its provenance: `device_id` and its id on that device (`source_id`); session
 references are renumbered to the study database's ids. Participants, stories and
 protocols are shared across devices under their own keys; a duplicate must agree
 on what identifies it (a story's text, a protocol's wording) or the export is refused.
-Merging is idempotent (a row already present and identical is skipped) and all
-or nothing: a row that differs from the one already merged under the same
-device and id refuses the whole export, with nothing written.
+Every export of a command is merged in one transaction, all or nothing, after every
+manifest is checked against its schema and the target is found to be a study database.
+A row already merged under the same device and id is compared by `research.progress`:
+identical or older (an export taken before the device went on) is skipped, further along
+(a session that ended since) replaces the merged values, anything else is a conflict that
+refuses the whole command with nothing written. So re-merging is a no-op and exports of
+one device may be merged in any order: each row reaches the study database once, in its
+latest state.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ import math
 import re
 import sqlite3
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +34,10 @@ import sqlite_utils
 
 from companion.clock import utc_now
 from companion.errors import CompanionError
-from companion.research import identity
+from companion.research import identity, progress
 from companion.research.cells import restore
 from companion.research.export import read_manifest
+from companion.settings.config import PARTICIPANT_ID
 from companion.settings.validate import one_line
 from companion.store import study
 from companion.store.db import transaction
@@ -47,6 +54,8 @@ SHARED_TABLES = {
     "stories": ("content_hash",),
     "protocols": ("title", "definition"),
 }
+# Columns holding a participant id, checked by `participant_id` as they are read.
+PARTICIPANT_COLUMNS = {"participants": ("id",), "sessions": ("participant_id",)}
 
 
 class MergeError(CompanionError):
@@ -57,13 +66,34 @@ class MergeError(CompanionError):
 class MergeResult:
     device_id: str
     added: dict[str, int]
-    skipped: dict[str, int]
+    skipped: dict[str, int]  # already merged as they are, or merged later than this export
     warnings: tuple[str, ...] = ()  # identity warnings (the default participant id)
+    updated: dict[str, int] = field(default_factory=dict)  # progressed since merged
 
 
-def open_study(path: Path) -> sqlite_utils.Database:
+def participant_id(value: Any) -> Any:
+    """The id as merge stores it (NFKC), if it then is ASCII letters, digits, '-', '_' and '.'
+    (settings' PARTICIPANT_ID), else ValueError: a letter of another script (a Cyrillic Р
+    for P) must not pass for an existing id. Local to merge until settings' shared id
+    check normalises too."""
+    if not isinstance(value, str):
+        return value  # a missing id is the codebook's concern (_convert)
+    normal = unicodedata.normalize("NFKC", value)
+    if not PARTICIPANT_ID.fullmatch(normal):
+        raise ValueError(
+            f"participant id {value!r} is not ASCII letters, digits, '-', '_' or '.' (a "
+            "letter of another script only looks like one); correct the device's "
+            "participant_id and export again"
+        )
+    return normal
+
+
+def open_study(path: Path, schema: bool = True) -> sqlite_utils.Database:
+    refused = study.target_refusal(path)
+    if refused:  # checked before anything is created or added there
+        raise MergeError(f"{path}: {refused}")
     try:
-        return study.open_study(path, SHARED_TABLES, DEVICE_TABLES)
+        return study.open_study(path, SHARED_TABLES, DEVICE_TABLES, schema)
     except sqlite3.DatabaseError as exc:
         raise MergeError(f"{path}: not a usable study database ({exc})") from exc
 
@@ -134,7 +164,11 @@ def read_table(export_dir: Path, manifest: dict[str, Any], table: str) -> Iterat
                 if cell is not None:
                     raw = {c: cell(v) if isinstance(v, str) else v for c, v in raw.items()}
                 try:
-                    yield {c: _convert(table, c, raw[c], cell is not None) for c in meta["columns"]}
+                    row = {c: _convert(table, c, raw[c], cell is not None) for c in meta["columns"]}
+                    for column in PARTICIPANT_COLUMNS.get(table, ()):
+                        if column in row:
+                            row[column] = participant_id(row[column])
+                    yield row
                 except (KeyError, ValueError, TypeError) as exc:
                     raise MergeError(f"{path}: row {n}: bad value ({exc})") from exc
     except OSError as exc:
@@ -182,8 +216,8 @@ def _merge_shared(db, source: Path, table: str, rows: Iterator[dict], device: st
 
 
 def _merge_device(db, source: Path, table: str, rows: Iterator[dict], device: str,
-                  sessions: dict[int, int]) -> tuple[int, int]:  # fmt: skip
-    added = skipped = 0
+                  sessions: dict[int, int]) -> tuple[int, int, int]:  # fmt: skip
+    added = skipped = updated = 0
     for row in rows:
         source_id = row.pop("id")
         if "session_id" in row and row["session_id"] is not None:
@@ -196,37 +230,18 @@ def _merge_device(db, source: Path, table: str, rows: Iterator[dict], device: st
             new_id = study.insert_device_row(db, table, device, source_id, row)
             added += 1
         else:
-            differs = [col for i, col in enumerate(cols, start=1) if found[i] != row[col]]
-            if (
-                differs
-                and table == "sessions"
-                and _progressed(dict(zip(cols, found[1:], strict=True)), row)
-            ):
-                # Collected while running, now ended: the later state replaces the earlier.
-                study.update_session(db, found[0], {c: row[c] for c in differs})
-                added += 1
-            elif differs:
-                raise _conflict(source, table, source_id, device, differs[0])
-            else:
+            verdict = progress.compare(table, dict(zip(cols, found[1:], strict=True)), row)
+            if verdict.conflict:
+                raise _conflict(source, table, source_id, device, verdict.conflict)
+            if verdict.newer:  # the device went on since: its later state replaces ours
+                study.update_device_row(db, table, found[0], {c: row[c] for c in verdict.newer})
+                updated += 1
+            else:  # the same, or an older export than one merged before: keep the newer
                 skipped += 1
             new_id = found[0]
         if table == "sessions":
             sessions[source_id] = new_id
-    return added, skipped
-
-
-ENDED = ("completed", "interrupted", "aborted")
-
-
-def _progressed(merged: dict[str, Any], row: dict[str, Any]) -> bool:
-    """Is `row` the same session as `merged`, only further along (running -> ended)?"""
-    moving = {"status", "reason", "ended_at"}
-    if any(merged[c] != row[c] for c in merged if c not in moving):
-        return False
-    if merged["status"] == row["status"]:
-        return False
-    later = merged["ended_at"] is None or (row["ended_at"] or "") >= merged["ended_at"]
-    return merged["status"] == "running" and row["status"] in ENDED and later
+    return added, skipped, updated
 
 
 def _check_scales(db: sqlite_utils.Database, source: Path, device: str) -> None:
@@ -249,26 +264,16 @@ def _check_scales(db: sqlite_utils.Database, source: Path, device: str) -> None:
             )
 
 
-def merge_export(
-    db: sqlite_utils.Database, export_dir: Path, same_person: frozenset[str] = frozenset()
-) -> MergeResult:
-    """Merge one verified export into the study database, all or nothing. `same_person`:
-    participant ids whose devices disagree on name or timezone but are one person."""
-    with transaction(db):
-        return _merge_one(db, export_dir, same_person)
-
-
 def _merge_one(
-    db: sqlite_utils.Database, export_dir: Path, same_person: frozenset[str]
-) -> MergeResult:
-    manifest = read_manifest(export_dir)
-    device = manifest.get("device_id")
-    if not device:
-        raise MergeError(f"{export_dir}: manifest has no device_id; re-export with this companion")
+    db: sqlite_utils.Database, export_dir: Path, manifest: dict[str, Any],
+    same_person: frozenset[str],
+) -> MergeResult:  # fmt: skip
+    """One export whose manifest `read_manifest` checked, in the caller's transaction."""
+    device = manifest["device_id"]
     key = "|".join(f"{n}:{m['sha256']}" for n, m in sorted(manifest["files"].items()))
     added: dict[str, int] = {}
     skipped: dict[str, int] = {}
-    # In the caller's transaction: one export (merge_export) or all of them (merge_exports).
+    updated: dict[str, int] = {}
     _check_mode(db, manifest, export_dir)
     warnings: list[str] = []
     for table in SHARED_TABLES:
@@ -281,26 +286,38 @@ def _merge_one(
     sessions: dict[int, int] = {}
     for table in DEVICE_TABLES:
         rows = read_table(export_dir, manifest, table)
-        added[table], skipped[table] = _merge_device(db, export_dir, table, rows, device, sessions)
+        added[table], skipped[table], updated[table] = _merge_device(
+            db, export_dir, table, rows, device, sessions
+        )
     _check_scales(db, export_dir, device)
-    study.record_merge(db, key, device, manifest.get("exported_at"), utc_now(), str(export_dir),
+    study.record_merge(db, key, device, manifest["exported_at"], utc_now(), str(export_dir),
                        json.dumps(added))  # fmt: skip
-    log.info("merged %s from device %s: %s", export_dir, device, added)
+    log.info("merged %s from device %s: %s added, %s updated", export_dir, device, added, updated)
     for warning in warnings:
         log.warning("%s", warning)
-    return MergeResult(device, added, skipped, tuple(warnings))
+    return MergeResult(device, added, skipped, tuple(warnings), updated)
 
 
 def merge_exports(
     out: Path, export_dirs: list[Path], same_person: frozenset[str] = frozenset()
 ) -> list[MergeResult]:
     """Merge every export in one transaction: any refused export leaves the study database
-    exactly as it was."""
-    new = not out.exists()
-    db = open_study(out)
+    exactly as it was. Every manifest (its schema and checksums) and the target are checked
+    before anything is written. `same_person`: participant ids whose devices disagree on
+    name or timezone but are one person."""
+    manifests = [(Path(d), read_manifest(Path(d))) for d in export_dirs]
     try:
-        with transaction(db):
-            return [_merge_one(db, Path(d), same_person) for d in export_dirs]
+        people = frozenset(participant_id(p) for p in same_person)
+    except ValueError as exc:
+        raise MergeError(f"--same-person: {exc}") from exc
+    new = not out.exists()
+    db = open_study(out, schema=False)
+    try:
+        with transaction(db):  # the tables too: a refused merge adds none to an empty file
+            study.create_schema(db, SHARED_TABLES, DEVICE_TABLES)
+            results = [_merge_one(db, d, manifest, people) for d, manifest in manifests]
+        study.use_wal(db)
+        return results
     except BaseException:
         if new:  # refused on the first merge: leave no empty study database behind
             db.close()

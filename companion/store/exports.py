@@ -6,6 +6,7 @@ manifest describe. `research.export` decides what the files hold.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -77,6 +78,17 @@ def queries(selection: Selection) -> dict[str, tuple[str, list[Any]]]:
         "invitations": (f"SELECT * FROM invitations WHERE {invited} ORDER BY id", slot_dates),
         "protocols": ("SELECT * FROM protocols ORDER BY id, version", []),
     }
+
+
+@contextmanager
+def snapshot(db: sqlite_utils.Database) -> Iterator[None]:
+    """Every read inside sees the database as of one moment (one read transaction on the
+    autocommit connection; WAL lets a session go on writing meanwhile)."""
+    db.execute("BEGIN")
+    try:
+        yield
+    finally:
+        db.execute("ROLLBACK")  # nothing was written: ending the read is all it does
 
 
 def rows(db: sqlite_utils.Database, sql: str, args: list[Any]) -> Iterator[dict[str, Any]]:

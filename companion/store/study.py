@@ -19,7 +19,14 @@ import sqlite_utils
 
 from companion.clock import iso
 from companion.files import open_private
+from companion.store.db import DatabaseError
+from companion.store.readonly import ReadOnly
 from companion.store.schema import TABLES
+
+# Tables only merge's bookkeeping makes: a database holding one is a study database.
+STUDY_MARKERS = frozenset({"study_meta", "merges"})
+# A table every device database has and no study database: a home's companion.db.
+DEVICE_MARKER = "schema_migrations"
 
 
 def create_schema(
@@ -51,23 +58,49 @@ def create_schema(
         db.execute(f"CREATE INDEX IF NOT EXISTS {table}_sid ON {table}(session_id)")
 
 
+def target_refusal(path: Path) -> str | None:
+    """Why `path` cannot be merged into, found by reading only (nothing is created or added
+    there); None for a new or empty file or an existing study database."""
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
+        return None
+    try:
+        with ReadOnly(path) as reader:
+            names = set(reader.db.table_names())
+    except (sqlite3.DatabaseError, DatabaseError, OSError) as exc:
+        return f"not a usable study database ({exc})"
+    if DEVICE_MARKER in names:
+        return ("a device's own database (a home's companion.db), not a study database; "
+                "export the device and merge into a new file")  # fmt: skip
+    if names and not names & STUDY_MARKERS:
+        return "an SQLite database that is not a study database; merge into a new file"
+    return None
+
+
 def open_study(
-    path: Path, shared: Iterable[str], per_device: Sequence[str]
+    path: Path, shared: Iterable[str], per_device: Sequence[str], schema: bool = True
 ) -> sqlite_utils.Database:
     """Open (creating it 0600: it holds every participant's answers) a study database with
-    its tables. Raises sqlite3.DatabaseError for a file that is not one."""
+    its tables in WAL mode. `schema=False`: neither, so a caller can create the tables in its
+    own transaction and a refused one leaves an empty file empty (`use_wal` after it).
+    Raises sqlite3.DatabaseError for a file that is not one."""
     if not path.exists():
         with open_private(path, "wb"):
             pass
     conn = sqlite3.connect(str(path), timeout=10.0, isolation_level=None)
     db = sqlite_utils.Database(conn)
     try:
-        db.execute("PRAGMA journal_mode=WAL")
-        create_schema(db, shared, per_device)
+        if schema:
+            use_wal(db)
+            create_schema(db, shared, per_device)
     except sqlite3.DatabaseError:
         db.close()
         raise
     return db
+
+
+def use_wal(db: sqlite_utils.Database) -> None:
+    """WAL: a report or browse can read while a merge writes (kept by the file once set)."""
+    db.execute("PRAGMA journal_mode=WAL")
 
 
 def meta(db: sqlite_utils.Database, key: str) -> str | None:
@@ -137,9 +170,13 @@ def insert_device_row(
     return int(cursor.lastrowid or 0)
 
 
-def update_session(db: sqlite_utils.Database, session_id: int, values: Mapping[str, Any]) -> None:
+def update_device_row(
+    db: sqlite_utils.Database, table: str, row_id: int, values: Mapping[str, Any]
+) -> None:
+    """Set `values` (column -> value) on the merged row `row_id` of `table` (a row that
+    progressed on its device since it was merged)."""
     sets = ", ".join(f"{c} = ?" for c in values)
-    db.execute(f"UPDATE sessions SET {sets} WHERE id = ?", [*values.values(), session_id])
+    db.execute(f"UPDATE {table} SET {sets} WHERE id = ?", [*values.values(), row_id])
 
 
 def protocol_definitions(db: sqlite_utils.Database) -> list[tuple[str, int, str]]:

@@ -124,9 +124,12 @@ def test_csv_cells_of_any_size_and_progressed_sessions(tmp_path) -> None:
     ]
     assert max(len(t or "") for (t,) in conn.execute("SELECT text FROM turns")) > 200_000
     conn.close()
-    # Going back (completed -> running) or a changed start is a true conflict.
-    with pytest.raises(MergeError, match="conflicts"):
-        merge_exports(out, [tmp_path / "first"])
+    # The older collect merged again: the newer state is kept (a changed start would conflict,
+    # tests/research/test_merge_progress.py).
+    before = db_signature(out)
+    (again,) = merge_exports(out, [tmp_path / "first"])
+    assert sum(again.added.values()) == sum(again.updated.values()) == 0
+    assert db_signature(out) == before
 
 
 def test_merge_refusals_through_the_cli(study, tmp_path) -> None:
