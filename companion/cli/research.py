@@ -150,4 +150,5 @@ def merge(out_db, exports, same_person) -> None:
             click.echo(f"companion: warning: {warning}", err=True)
         added = sum(result.added.values())
         click.echo(f"device {result.device_id}: {added} rows added, "
+                   f"{sum(result.updated.values())} updated (progressed since merged), "
                    f"{sum(result.skipped.values())} already present")  # fmt: skip

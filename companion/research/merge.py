@@ -24,7 +24,6 @@ import math
 import re
 import sqlite3
 import sys
-import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from companion.errors import CompanionError
 from companion.research import identity, progress
 from companion.research.cells import restore
 from companion.research.export import read_manifest
-from companion.settings.config import PARTICIPANT_ID
+from companion.settings.config import check_id
 from companion.settings.validate import one_line
 from companion.store import study
 from companion.store.db import transaction
@@ -72,20 +71,12 @@ class MergeResult:
 
 
 def participant_id(value: Any) -> Any:
-    """The id as merge stores it (NFKC), if it then is ASCII letters, digits, '-', '_' and '.'
-    (settings' PARTICIPANT_ID), else ValueError: a letter of another script (a Cyrillic Р
-    for P) must not pass for an existing id. Local to merge until settings' shared id
-    check normalises too."""
+    """The id as merge stores it: settings' one id rule (NFKC, then ASCII letters, digits,
+    '.', '_', '-'), a ValueError otherwise, so a letter of another script (a Cyrillic Р for P)
+    never passes for an existing id."""
     if not isinstance(value, str):
         return value  # a missing id is the codebook's concern (_convert)
-    normal = unicodedata.normalize("NFKC", value)
-    if not PARTICIPANT_ID.fullmatch(normal):
-        raise ValueError(
-            f"participant id {value!r} is not ASCII letters, digits, '-', '_' or '.' (a "
-            "letter of another script only looks like one); correct the device's "
-            "participant_id and export again"
-        )
-    return normal
+    return check_id(value, "participant id", ValueError)
 
 
 def open_study(path: Path, schema: bool = True) -> sqlite_utils.Database:

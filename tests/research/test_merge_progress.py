@@ -336,7 +336,7 @@ def test_a_lookalike_participant_id_is_refused(tmp_path) -> None:
     study = tmp_path / "study.db"
     done = _merge(study, cyrillic)
     assert done.returncode == 2
-    one_error_line(done, "participants.csv", "participant id '\u0420042'", "ASCII")
+    one_error_line(done, "participants.csv", "participant id", "CYRILLIC CAPITAL LETTER ER")
     assert not study.exists()
     # Full-width letters are the same id after NFKC: merged as P042.
     wide = _identified_export(tmp_path / "wide", "\uff30\uff10\uff14\uff12")
