@@ -159,10 +159,12 @@ def run_trial(n: int, template: Path, work: Path, seed: int) -> Trial:
     env = {**os.environ, "COMPANION_HOME": str(home), "NOTIFY_SOCKET": sock_path,
            "WATCHDOG_USEC": "2000", "HOSTILE_START": start.isoformat(),
            "PYTHONFAULTHANDLER": "1"}  # fmt: skip
-    proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
-    )  # fmt: skip
+    err = work / f"stderr{n}"
+    with err.open("w") as err_file:  # a file: a full stderr pipe would block the child's logging
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=err_file, text=True, env=env, cwd=REPO,
+        )  # fmt: skip
     lines: queue.Queue[tuple[float, str]] = queue.Queue()
     threading.Thread(target=_lines, args=(proc.stdout, lines), daemon=True).start()
     try:
@@ -189,12 +191,11 @@ def run_trial(n: int, template: Path, work: Path, seed: int) -> Trial:
             proc.wait(timeout=15)
         trial.stop_s = time.monotonic() - sent
         trial.rc = proc.returncode
-        assert proc.stderr is not None
-        trial.stderr = proc.stderr.read()
     finally:
         proc.kill()
         proc.wait()
         notes.close()
+        trial.stderr = err.read_text(errors="replace")
     return trial
 
 
