@@ -72,7 +72,24 @@ def heartbeat_interval(default: float = 60.0) -> float:
     return int(usec) / 2e6 if usec.isdigit() and int(usec) > 0 else default
 
 
-def make_scheduler(cls: type[BaseScheduler] = BackgroundScheduler, executors: Any = None) -> Any:
+class ServiceScheduler(BackgroundScheduler):
+    """APScheduler's background scheduler, safe to stop from another thread.
+
+    Its shutdown marks the scheduler stopped at once; a pass over the due jobs running then
+    on the scheduler's thread looks for a job it just ran among the stopped scheduler's
+    pending ones and dies with a JobLookupError (a traceback). Stopping under the job-store
+    lock, which every pass holds, puts the stop between two passes; the stop empties the
+    store, so a later pass finds nothing to run.
+    """
+
+    def shutdown(self, wait: bool = True) -> None:
+        with self._jobstores_lock:
+            BaseScheduler.shutdown(self, wait)
+        self.wakeup()  # the rest of BackgroundScheduler.shutdown: end its thread's wait
+        self._thread.join()
+
+
+def make_scheduler(cls: type[BaseScheduler] = ServiceScheduler, executors: Any = None) -> Any:
     executors = executors or {"default": ThreadPoolExecutor(1), "plan": ThreadPoolExecutor(1)}
     return cls(executors=executors, job_defaults=JOB_DEFAULTS, timezone=UTC)
 

@@ -305,3 +305,66 @@ def test_an_accepted_invitation_is_stored_as_its_session_starts(
     assert len(running) == 1
     assert [tuple(r) for r in stored] == [("accepted", running[0][0])]
     assert [tuple(r) for r in after] == [("accepted", running[0][0])]  # stored once, not twice
+
+
+def test_a_stop_signal_inside_the_pools_lock_still_stops() -> None:
+    """The signal handler runs wherever the main thread is: here inside a thread pool's
+    non-reentrant lock, the moment a handler that shut the scheduler down waited on itself."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.helpers.run import REPO
+
+    script = (
+        "import os, signal\n"
+        "from companion.service.runner import StopRequest, make_scheduler\n"
+        "stop = StopRequest()\n"
+        "stop.install(signal.SIGTERM)\n"
+        "scheduler = make_scheduler()\n"
+        "scheduler.start()\n"
+        "pool = scheduler._executors['default']._pool\n"
+        "with pool._shutdown_lock:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    print('handler returned', flush=True)\n"
+        "print('woken by', stop.wait(), flush=True)\n"
+        "scheduler.shutdown(wait=False)\n"
+        "print('stopped', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "handler returned", f"woken by {int(signal.SIGTERM)}", "stopped"
+    ]
+
+
+def test_ctrl_c_stops_the_service_cleanly(tmp_path: Path) -> None:
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from tests.helpers.run import REPO
+
+    home = make_home(tmp_path)
+    app.open_home(home, create=True).db.conn.close()
+    sock_path = str(tmp_path / "notify.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(sock_path)
+    listener.settimeout(60)
+    env = {**os.environ, "COMPANION_HOME": str(home), "NOTIFY_SOCKET": sock_path}
+    proc = subprocess.Popen([sys.executable, "-m", "companion", "run"], stdin=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)  # fmt: skip
+    try:
+        while listener.recv(1024).decode() != "READY=1":
+            pass
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        listener.close()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    kinds = [r[0] for r in open_db(home / "companion.db").execute("SELECT kind FROM events")]
+    assert kinds[-1] == "service_stopped"

@@ -224,6 +224,9 @@ def stop_trials(template: Path, work: Path, count: int, seed: int) -> list[Trial
     hung = [t for t in trials if t.hung]
     worst = max(t.stop_s for t in trials if not t.hung) if len(hung) < count else 0.0
     by_mode = {m: sum(t.mode == m for t in trials) for m in MODES}
+    for trial in hung:  # where the main thread waited: the innermost frame of its stack
+        stack = trial.stderr.split("Current thread", 1)[-1].splitlines()
+        print(f"hung ({trial.mode}): {next((x.strip() for x in stack if 'File' in x), '?')}")
     print(f"\nhostile stop: {count} trials {by_mode}, {count - len(hung)} stopped within "
           f"{STOP_LIMIT_S:.0f} s, {len(hung)} hung, worst stop {worst:.2f} s")
     assert not hung, f"{len(hung)} of {count} stops hung; the first's threads:\n" + (
