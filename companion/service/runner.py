@@ -10,9 +10,9 @@ thread; the main thread only waits for SIGTERM/SIGINT and then stops everything.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
+import signal
 import socket
 import time as _time
 from collections.abc import Callable
@@ -319,33 +319,37 @@ class Service:
 
 
 class StopRequest:
-    """SIGTERM/SIGINT as one byte on a pipe, which the main thread waits for.
+    """SIGTERM/SIGINT as a byte on a pipe, which the main thread waits for.
 
     A handler runs in the main thread between two bytecodes, wherever that thread is: inside
     a thread pool's submit(), which holds the pool's non-reentrant lock, a handler that shut
-    the scheduler down waited on that lock, held by itself, for ever. So the handler takes
-    no lock (an attribute and os.write take none); the main thread does the stopping.
+    the scheduler down waited on that lock, held by itself, for ever. So the handler only
+    notes the signal (an attribute takes no lock); the main thread does the stopping.
+    The byte is written by the interpreter's C-level handler (signal.set_wakeup_fd) in
+    whichever thread the kernel gave the signal to: a signal taken by another thread does
+    not interrupt the main thread's read, so a byte from the Python handler never came.
     """
+
+    STOPS = frozenset({signal.SIGTERM, signal.SIGINT})
 
     def __init__(self) -> None:
         self._read, self._write = os.pipe()
-        os.set_blocking(self._write, False)
+        os.set_blocking(self._write, False)  # set_wakeup_fd's condition: it never blocks
         self.signum: int | None = None
 
-    def install(self, *signums: int) -> None:
-        import signal
-
-        for signum in signums:
+    def install(self) -> None:
+        signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        for signum in self.STOPS:
             signal.signal(signum, self._handle)
 
     def _handle(self, signum: int, _frame: Any) -> None:
         self.signum = signum
-        with contextlib.suppress(BlockingIOError):  # full: a byte is waiting already
-            os.write(self._write, b"\0")
 
-    def wait(self) -> int | None:
-        os.read(self._read, 1)  # interrupted by the signal, retried after the handler (PEP 475)
-        return self.signum
+    def wait(self) -> int:
+        """Block until SIGTERM or SIGINT; returns its number."""
+        while (signum := os.read(self._read, 1)[0]) not in self.STOPS:
+            pass
+        return signum
 
 
 def serve(
@@ -361,7 +365,6 @@ def serve(
     None = text on stdin/stdout. A line on stdin starts a session either way.
     chooser: the story chooser (the on-device model's, from the wiring).
     """
-    import signal
     import threading
 
     plan = ThreadPoolExecutor(1)
@@ -379,14 +382,15 @@ def serve(
     service.start()  # a SIGTERM until here: companion.cli.stop_at_once ends the process
 
     stop = StopRequest()
-    stop.install(signal.SIGTERM, signal.SIGINT)
-    if stop.signum is None:
+    stop.install()
+    signum = stop.signum
+    if signum is None:
         inbox.start()
         scheduler.start()  # its own thread
         sd_notify("READY=1")
         sd_notify(f"STATUS=scheduling {len(service.slots)} study slots")
-        stop.wait()
-    log.info("signal %s: stopping", stop.signum)
+        signum = stop.wait()
+    log.info("signal %s: stopping", signum)
     sd_notify("STOPPING=1")
     inbox.stop()  # a running text session ends as interrupted, answers kept
     if scheduler.running:

@@ -320,7 +320,7 @@ def test_a_stop_signal_inside_the_pools_lock_still_stops() -> None:
         "import os, signal\n"
         "from companion.service.runner import StopRequest, make_scheduler\n"
         "stop = StopRequest()\n"
-        "stop.install(signal.SIGTERM)\n"
+        "stop.install()\n"
         "scheduler = make_scheduler()\n"
         "scheduler.start()\n"
         "pool = scheduler._executors['default']._pool\n"
@@ -368,3 +368,27 @@ def test_ctrl_c_stops_the_service_cleanly(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "Traceback" not in err, err
     kinds = [r[0] for r in open_db(home / "companion.db").execute("SELECT kind FROM events")]
     assert kinds[-1] == "service_stopped"
+
+
+def test_a_stop_signal_taken_by_another_thread_wakes_the_main_thread() -> None:
+    """The kernel may give a process's signal to any of its threads; the main thread, waiting
+    for the stop, must wake all the same."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.helpers.run import REPO
+
+    script = (
+        "import signal, threading\n"
+        "from companion.service.runner import StopRequest\n"
+        "stop = StopRequest()\n"
+        "stop.install()\n"
+        "def other():\n"
+        "    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)\n"
+        "threading.Timer(0.2, other).start()\n"
+        "print('woken by', stop.wait(), flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, f"woken by {int(signal.SIGTERM)}\n"), done
