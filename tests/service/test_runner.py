@@ -392,3 +392,50 @@ def test_a_stop_signal_taken_by_another_thread_wakes_the_main_thread() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=REPO, timeout=60)  # fmt: skip
     assert (done.returncode, done.stdout) == (0, f"woken by {int(signal.SIGTERM)}\n"), done
+
+
+def test_a_session_that_does_not_end_on_its_own_does_not_hold_the_stop(tmp_path: Path) -> None:
+    """End of input ends a text session; a channel that never hears it (a microphone read
+    that does not return) must not keep the service past systemd's stop timeout. Its row is
+    left running, and the next start closes it as interrupted."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from companion.service.runner import STOP_GRACE_S
+    from tests.helpers.run import REPO
+
+    home = make_home(tmp_path)
+    app.open_home(home, create=True).db.conn.close()
+    script = (
+        "import sys, threading\n"
+        "from companion import app\n"
+        "from companion.service import runner\n"
+        "class Stuck:\n"
+        "    mode = 'text'\n"
+        "    def say(self, text): print('companion:', text, flush=True)\n"
+        "    def listen(self, expect): threading.Event().wait()\n"
+        "    def close(self): pass\n"
+        "runner.serve(app.open_home(sys.argv[1]), sys.stdin, sys.stdout, channel_factory=Stuck)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, str(home)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO)  # fmt: skip
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("\n")  # a session now
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith("companion: ")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert STOP_GRACE_S <= took < STOP_GRACE_S + 4, took
+    status = "SELECT status FROM sessions"
+    assert open_db(home / "companion.db").execute(status).fetchone() == ("running",)
+    app.open_home(home).db.conn.close()  # the next start
+    assert open_db(home / "companion.db").execute(status).fetchone() == ("interrupted",)
