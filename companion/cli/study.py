@@ -211,7 +211,7 @@ def run(home, voice, input_path) -> None:
     import signal
 
     # A stop while starting up (model, bank, checks) exits 0 at once; open transactions roll
-    # back. `serve` replaces this handler once the scheduler can be shut down.
+    # back. `serve` replaces this handler after its checks: from then on a stop winds down.
     from companion.cli import stop_at_once
 
     signal.signal(signal.SIGTERM, stop_at_once)  # also when called without the CLI

@@ -4,13 +4,15 @@ Nothing is restored from a job store: on every start the plan is recomputed from
 protocol's [schedule] and the database (sessions held, `missed` rows, the `invitations`
 table), so a reboot or crash can neither lose a session nor hold one twice.
 All plan jobs run one at a time on a single worker; the heartbeat job, the only
-thing that pings systemd's watchdog, runs on its own worker.
+thing that pings systemd's watchdog, runs on its own worker. The scheduler runs on its own
+thread; the main thread only waits for SIGTERM/SIGINT and then stops everything.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import time as _time
 from collections.abc import Callable
@@ -20,9 +22,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from apscheduler.executors.pool import ThreadPoolExecutor
-from apscheduler.schedulers import SchedulerNotRunningError
+from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
-from apscheduler.schedulers.blocking import BlockingScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
@@ -46,6 +47,10 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 # Jobs check their own window, so a late job must still run (APScheduler's default grace is 1 s).
 JOB_DEFAULTS = {"misfire_grace_time": None, "coalesce": True, "max_instances": 1}
+# After a stop, how long a running job may take to wind down before the process ends anyway
+# (inside systemd's TimeoutStopSec). A text session ends at once; a voice session may be
+# inside a listen: its row is closed as interrupted at the next start, answers kept.
+STOP_GRACE_S = 3.0
 
 
 def sd_notify(message: str) -> bool:
@@ -67,7 +72,24 @@ def heartbeat_interval(default: float = 60.0) -> float:
     return int(usec) / 2e6 if usec.isdigit() and int(usec) > 0 else default
 
 
-def make_scheduler(cls: type[BaseScheduler] = BlockingScheduler, executors: Any = None) -> Any:
+class ServiceScheduler(BackgroundScheduler):
+    """APScheduler's background scheduler, safe to stop from another thread.
+
+    Its shutdown marks the scheduler stopped at once; a pass over the due jobs running then
+    on the scheduler's thread looks for a job it just ran among the stopped scheduler's
+    pending ones and dies with a JobLookupError (a traceback). Stopping under the job-store
+    lock, which every pass holds, puts the stop between two passes; the stop empties the
+    store, so a later pass finds nothing to run.
+    """
+
+    def shutdown(self, wait: bool = True) -> None:
+        with self._jobstores_lock:
+            BaseScheduler.shutdown(self, wait)
+        self.wakeup()  # the rest of BackgroundScheduler.shutdown: end its thread's wait
+        self._thread.join()
+
+
+def make_scheduler(cls: type[BaseScheduler] = ServiceScheduler, executors: Any = None) -> Any:
     executors = executors or {"default": ThreadPoolExecutor(1), "plan": ThreadPoolExecutor(1)}
     return cls(executors=executors, job_defaults=JOB_DEFAULTS, timezone=UTC)
 
@@ -132,7 +154,7 @@ class Service:
         log_event(self.db, "service_started", f"{len(self.slots)} study slots", at=self.clock())
 
     def start(self) -> None:
-        """Checks, then jobs; `scheduler.start()` afterwards (a BlockingScheduler blocks)."""
+        """Checks, then jobs; `scheduler.start()` afterwards."""
         self.prepare()
         add = self.scheduler.add_job
         add(self.replan, CronTrigger(hour=0, minute=0, second=30, timezone=self.tz),
@@ -296,6 +318,40 @@ class Service:
             log_event(self.db, "backup_failed", f"{type(exc).__name__}: {exc}", level="error")
 
 
+class StopRequest:
+    """SIGTERM/SIGINT as a byte on a pipe, which the main thread waits for.
+
+    A handler runs in the main thread between two bytecodes, wherever that thread is: inside
+    a thread pool's submit(), which holds the pool's non-reentrant lock, a handler that shut
+    the scheduler down waited on that lock, held by itself, for ever. So the handler only
+    notes the signal (an attribute takes no lock); the main thread does the stopping.
+    The byte is written by the interpreter's C-level handler (signal.set_wakeup_fd) in
+    whichever thread the kernel gave the signal to: a signal taken by another thread does
+    not interrupt the main thread's read, so a byte from the Python handler never came.
+    """
+
+    STOPS = frozenset({signal.SIGTERM, signal.SIGINT})
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)  # set_wakeup_fd's condition: it never blocks
+        self.signum: int | None = None
+
+    def install(self) -> None:
+        signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        for signum in self.STOPS:
+            signal.signal(signum, self._handle)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        self.signum = signum
+
+    def wait(self) -> int:
+        """Block until SIGTERM or SIGINT; returns its number."""
+        while (signum := os.read(self._read, 1)[0]) not in self.STOPS:
+            pass
+        return signum
+
+
 def serve(
     opened: Opened,
     stdin: Any,
@@ -309,7 +365,7 @@ def serve(
     None = text on stdin/stdout. A line on stdin starts a session either way.
     chooser: the story chooser (the on-device model's, from the wiring).
     """
-    import signal
+    import threading
 
     plan = ThreadPoolExecutor(1)
     scheduler = make_scheduler(executors={"default": ThreadPoolExecutor(1), "plan": plan})
@@ -323,24 +379,27 @@ def serve(
     factory = channel_factory or (lambda: inbox.channel(stdout))
     service = Service(opened, factory, scheduler=scheduler, chooser=chooser)
     holder["service"] = service
-    service.start()
+    service.start()  # a SIGTERM until here: companion.cli.stop_at_once ends the process
 
-    def stop(signum: int, _frame: Any) -> None:
-        log.info("signal %s: stopping", signum)
-        sd_notify("STOPPING=1")
-        inbox.stop()  # a running text session ends as interrupted, answers kept
-        try:
-            scheduler.shutdown(wait=False)
-        except SchedulerNotRunningError:
-            # Not started yet: nothing to wind down. Exit now rather than raise SystemExit,
-            # which code the main thread is in could swallow (companion.cli.stop_at_once).
-            os._exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    inbox.start()
-    sd_notify("READY=1")
-    sd_notify(f"STATUS=scheduling {len(service.slots)} study slots")
-    scheduler.start()  # blocks: waits on an event until the next job is due
-    plan.shutdown(wait=True)  # let a session that saw end of input record its end
+    stop = StopRequest()
+    stop.install()
+    signum = stop.signum
+    if signum is None:
+        inbox.start()
+        scheduler.start()  # its own thread
+        sd_notify("READY=1")
+        sd_notify(f"STATUS=scheduling {len(service.slots)} study slots")
+        signum = stop.wait()
+    log.info("signal %s: stopping", signum)
+    sd_notify("STOPPING=1")
+    inbox.stop()  # a running text session ends as interrupted, answers kept
+    if scheduler.running:
+        scheduler.shutdown(wait=False)  # no new jobs; the running one goes on
+    # Let a session that saw end of input record its end, but not for ever.
+    wind_down = threading.Thread(target=plan.shutdown, name="wind-down", daemon=True)
+    wind_down.start()
+    wind_down.join(STOP_GRACE_S)
+    if wind_down.is_alive():
+        log.warning("a job was still running %.0f s after the stop; leaving it", STOP_GRACE_S)
+        os._exit(0)  # exiting normally would wait for its thread
     log_event(opened.db, "service_stopped", "")

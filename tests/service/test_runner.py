@@ -305,3 +305,137 @@ def test_an_accepted_invitation_is_stored_as_its_session_starts(
     assert len(running) == 1
     assert [tuple(r) for r in stored] == [("accepted", running[0][0])]
     assert [tuple(r) for r in after] == [("accepted", running[0][0])]  # stored once, not twice
+
+
+def test_a_stop_signal_inside_the_pools_lock_still_stops() -> None:
+    """The signal handler runs wherever the main thread is: here inside a thread pool's
+    non-reentrant lock, the moment a handler that shut the scheduler down waited on itself."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.helpers.run import REPO
+
+    script = (
+        "import os, signal\n"
+        "from companion.service.runner import StopRequest, make_scheduler\n"
+        "stop = StopRequest()\n"
+        "stop.install()\n"
+        "scheduler = make_scheduler()\n"
+        "scheduler.start()\n"
+        "pool = scheduler._executors['default']._pool\n"
+        "with pool._shutdown_lock:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    print('handler returned', flush=True)\n"
+        "print('woken by', stop.wait(), flush=True)\n"
+        "scheduler.shutdown(wait=False)\n"
+        "print('stopped', flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "handler returned", f"woken by {int(signal.SIGTERM)}", "stopped"
+    ]
+
+
+def test_ctrl_c_stops_the_service_cleanly(tmp_path: Path) -> None:
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from tests.helpers.run import REPO
+
+    home = make_home(tmp_path)
+    app.open_home(home, create=True).db.conn.close()
+    sock_path = str(tmp_path / "notify.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(sock_path)
+    listener.settimeout(60)
+    env = {**os.environ, "COMPANION_HOME": str(home), "NOTIFY_SOCKET": sock_path}
+    proc = subprocess.Popen([sys.executable, "-m", "companion", "run"], stdin=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)  # fmt: skip
+    try:
+        while listener.recv(1024).decode() != "READY=1":
+            pass
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        listener.close()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    kinds = [r[0] for r in open_db(home / "companion.db").execute("SELECT kind FROM events")]
+    assert kinds[-1] == "service_stopped"
+
+
+def test_a_stop_signal_taken_by_another_thread_wakes_the_main_thread() -> None:
+    """The kernel may give a process's signal to any of its threads; the main thread, waiting
+    for the stop, must wake all the same."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.helpers.run import REPO
+
+    script = (
+        "import signal, threading\n"
+        "from companion.service.runner import StopRequest\n"
+        "stop = StopRequest()\n"
+        "stop.install()\n"
+        "def other():\n"
+        "    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)\n"
+        "threading.Timer(0.2, other).start()\n"
+        "print('woken by', stop.wait(), flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, timeout=60)  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, f"woken by {int(signal.SIGTERM)}\n"), done
+
+
+def test_a_session_that_does_not_end_on_its_own_does_not_hold_the_stop(tmp_path: Path) -> None:
+    """End of input ends a text session; a channel that never hears it (a microphone read
+    that does not return) must not keep the service past systemd's stop timeout. Its row is
+    left running, and the next start closes it as interrupted."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from companion.service.runner import STOP_GRACE_S
+    from tests.helpers.run import REPO
+
+    home = make_home(tmp_path)
+    app.open_home(home, create=True).db.conn.close()
+    script = (
+        "import sys, threading\n"
+        "from companion import app\n"
+        "from companion.service import runner\n"
+        "class Stuck:\n"
+        "    mode = 'text'\n"
+        "    def say(self, text): print('companion:', text, flush=True)\n"
+        "    def listen(self, expect): threading.Event().wait()\n"
+        "    def close(self): pass\n"
+        "runner.serve(app.open_home(sys.argv[1]), sys.stdin, sys.stdout, channel_factory=Stuck)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, str(home)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=REPO)  # fmt: skip
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("\n")  # a session now
+        proc.stdin.flush()
+        assert proc.stdout.readline().startswith("companion: ")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert STOP_GRACE_S <= took < STOP_GRACE_S + 4, took
+    status = "SELECT status FROM sessions"
+    assert open_db(home / "companion.db").execute(status).fetchone() == ("running",)
+    app.open_home(home).db.conn.close()  # the next start
+    assert open_db(home / "companion.db").execute(status).fetchone() == ("interrupted",)
