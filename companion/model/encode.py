@@ -7,6 +7,7 @@ against the sha256 in its JSON sidecar before it is loaded.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import logging
 import re
@@ -209,11 +210,10 @@ class Encoder:
 
 def read_emotion_csv(path: Path) -> tuple[list[int], list[str]]:
     from companion.errors import ConfigError
+    from companion.files import read_input
 
-    try:
-        f = path.open(newline="", encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot open ({exc.strerror})") from exc
+    # bounded, a regular file only (a device or pipe is refused, not read forever)
+    f = io.StringIO(read_input(path, "CSV file", 512 * 1024 * 1024), newline="")
     labels: list[int] = []
     texts: list[str] = []
     with f:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from companion.errors import ConfigError
-from companion.files import open_private, private_dir
+from companion.files import open_private, private_dir, read_input
 from companion.research import context, intros, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, truecase, typed_names, widen
 from companion.research.context import RELATIONS, RELATIVE_AGE, apposed_names, context_names
@@ -410,10 +410,7 @@ def redactor_for(names: Iterable[str | None], ner: Pipeline | None = None) -> Re
 
 def load_names_file(path: Path) -> list[str]:
     """One name per line; blank lines and # comments ignored."""
-    try:
-        lines = path.read_text("utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read names file ({exc.strerror})") from exc
+    lines = read_input(path, "names file", 16 * 1024 * 1024).splitlines()
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
@@ -427,10 +424,7 @@ def load_or_create_salt(path: Path) -> bytes:
                 out.write(secrets.token_hex(32) + "\n")
         except FileExistsError:
             pass  # another export created it a moment ago
-    try:
-        salt = path.read_text("utf-8").strip()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read salt file ({exc.strerror})") from exc
+    salt = read_input(path, "salt file", 64 * 1024).strip()
     if len(salt) < 16:
         raise ConfigError(f"{path}: salt is shorter than 16 characters; use a longer secret")
     return salt.encode()

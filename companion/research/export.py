@@ -27,7 +27,7 @@ from companion.checksum import sha256_file
 from companion.clock import iso, utc_now
 from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
-from companion.files import open_private, private_dir, require_free, write_private
+from companion.files import open_private, private_dir, read_input, require_free, write_private
 from companion.research import cells, codebook, datapackage, manifest_schema
 from companion.research.identity import manifest_identities, salt_id
 from companion.research.options import (
@@ -39,6 +39,7 @@ from companion.research.options import (
     option_columns,
 )
 from companion.settings.config import Config, Home, device_id, load_config
+from companion.settings.validate import parse_json
 from companion.store import exports, schema
 from companion.store.db import schema_version
 from companion.store.readonly import ReadOnly
@@ -52,6 +53,9 @@ MANIFEST_FORMAT = manifest_schema.MANIFEST_FORMAT
 READABLE_FORMATS = manifest_schema.READABLE_FORMATS
 TABLES = schema.EXPORTED
 Progress = Callable[[int], None]
+
+
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024  # a manifest lists files and tables: far below this
 
 
 class ExportError(CompanionError):
@@ -254,12 +258,11 @@ def _export(
 def read_manifest(export_dir: Path, verify: bool = True) -> dict[str, Any]:
     """Load an export's manifest and (by default) check every file's sha256."""
     path = export_dir / MANIFEST
-    try:
-        manifest = json.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise ExportError(f"{path}: no manifest; is this a companion export?") from None
-    except (OSError, ValueError) as exc:
-        raise ExportError(f"{path}: unreadable manifest ({exc})") from exc
+    if not path.exists():
+        raise ExportError(f"{path}: no manifest; is this a companion export?")
+    # bounded, a regular file only, nesting limited: a manifest comes from another device
+    manifest = parse_json(read_input(path, "export manifest", MAX_MANIFEST_BYTES, ExportError),
+                          str(path), ExportError)  # fmt: skip
     refused = manifest_schema.refusal(path, manifest)
     if refused:
         raise ExportError(refused)

@@ -66,6 +66,9 @@ def test_hostile_files_and_values_are_refused_in_one_line(tmp_path: Path, home: 
     no_day = files / "no-day.toml"
     no_day.write_text(default_protocol_text() + "\n[schedule]\nstart_date = 2027-03-02\n"
                       'days = 1\nweekdays = ["mon"]\n')  # fmt: skip
+    manifest_dev = files / "export"
+    manifest_dev.mkdir()
+    (manifest_dev / "manifest.json").symlink_to("/dev/zero")
     h = str(home)
     before = db_signature(home / "companion.db")
     config_before = (home / "config.toml").read_bytes()
@@ -98,6 +101,15 @@ def test_hostile_files_and_values_are_refused_in_one_line(tmp_path: Path, home: 
         (["session", "--text", "--home", h, "--participant", "P\u0435042"],
          ("--participant", "CYRILLIC SMALL LETTER IE")),
         (["model", "replay", "--home", h, "--participant", "\u0420042"], ("--participant",)),
+        # the other files a command reads: a names file, a salt file, an evaluation CSV, an
+        # export's manifest (from another device)
+        (["export", "--home", h, "--out", str(tmp_path / "ex3"), "--deidentify",
+          "--names-file", "/dev/zero"], ("/dev/zero", "names file", "device")),
+        (["export", "--home", h, "--out", str(tmp_path / "ex4"), "--deidentify",
+          "--salt-file", str(files / "zero.jsonl")], ("zero.jsonl", "salt file", "device")),
+        (["model", "eval", str(files / "zero.jsonl")], ("zero.jsonl", "CSV file", "device")),
+        (["merge", str(tmp_path / "study.db"), str(manifest_dev)],
+         ("manifest.json", "export manifest", "device")),
     ]
     results = run_many([{"argv": argv, "stdin": b"4\n"} for argv, _ in cases])
     for (argv, needles), result in zip(cases, results, strict=True):
@@ -105,6 +117,7 @@ def test_hostile_files_and_values_are_refused_in_one_line(tmp_path: Path, home: 
         check_refused(result, home, before, *needles)
     assert (home / "config.toml").read_bytes() == config_before
     assert not (tmp_path / "ex1").exists() and not (tmp_path / "ex2").exists()
+    assert not (tmp_path / "study.db").exists()
 
 
 def test_a_full_width_id_is_normalised_not_refused(tmp_path: Path, home: Path) -> None:
