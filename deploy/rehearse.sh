@@ -470,6 +470,15 @@ if grep -q "previous package was restored" "$run/rollback.log" \
 fi
 $rollback_ok || fail "rollback: $p"
 say "update.yml with a broken build: doctor failed, rolled back, old version running, data intact"
+# Every stop so far (updates, the rollback, restarts) ended by itself: systemd never had to
+# kill the service after its stop timeout (issue 30: a stop is always prompt).
+for i in $(seq 1 "$ndev"); do
+  if on "$i" "journalctl -u companion --no-pager -o cat" \
+      | grep -E "stop-sigterm' timed out|Failed with result 'timeout'"; then
+    fail "device $i: systemd had to kill the service on a stop"
+  fi
+done
+say "every stop of the service ended by itself: systemd never had to kill it"
 
 # ---------------------------------------------------------------- 9. wipe
 play wipe.yml wipe.log -e "collect_dir=$collect" -e wipe_confirm=yes \
