@@ -144,10 +144,16 @@ class Protocol:
     def wording(self, key: str, **values: object) -> str:
         """Prompt `key` as written in [prompts], `values` filled in (one left out reads as
         nothing): for what is said outside a session, where alternatives do not rotate."""
-        return self.prompts[key].format_map(defaultdict(str, values))
+        return fill(self.prompts[key], **values)
 
     def instruments_for(self, phase: str, session_kind: str) -> list[Instrument]:
         return [i for i in self.instruments if i.phase == phase and session_kind in i.sessions]
+
+
+def fill(template: str, **values: object) -> str:
+    """A protocol template with `values` filled in; a placeholder that does not apply to this
+    template reads as nothing, never a crash."""
+    return template.format_map(defaultdict(str, values))
 
 
 DEFAULT_PROTOCOL = "default"

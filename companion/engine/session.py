@@ -27,7 +27,7 @@ from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
 from companion.engine.items import hint_for, parse_item, vocabulary_for
 from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
 from companion.engine.memory import note_recall, phrase_memory, recall_for
-from companion.engine.protocol import Instrument, Item, Protocol
+from companion.engine.protocol import Instrument, Item, Protocol, fill
 from companion.engine.recall import when_band
 from companion.engine.record import record_protocol
 from companion.engine.stories import unheard_stories
@@ -89,11 +89,6 @@ class StoryChooser:
     ) -> Exposure | None:  # fmt: skip
         candidates = unheard_stories(db, participant.id)
         return choose_story(condition, query, candidates, self.matcher, rng)
-
-
-class _Blank(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return ""
 
 
 class SessionRun:
@@ -160,8 +155,7 @@ class SessionRun:
 
     def fill(self, template: str, **values: str) -> str:
         """A protocol template (prompt or follow-up) with {name} and `values` filled in."""
-        # A placeholder that does not apply to this template reads as nothing, never a crash.
-        return template.format_map(_Blank(name=self.participant.name, **values))
+        return fill(template, name=self.participant.name, **values)
 
     # -- steps -------------------------------------------------------------------------
     def ask(self, instrument: Instrument, item: Item) -> None:
