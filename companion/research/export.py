@@ -50,7 +50,6 @@ __all__ = ["FREE_TEXT", "OPTION_COLUMNS", "TRANSCRIPT_COLUMNS", "ExportOptions",
 
 MANIFEST = "manifest.json"
 MANIFEST_FORMAT = manifest_schema.MANIFEST_FORMAT
-READABLE_FORMATS = manifest_schema.READABLE_FORMATS
 TABLES = schema.EXPORTED
 Progress = Callable[[int], None]
 
@@ -188,10 +187,10 @@ def _export(
     db = reader.db
     private_dir(out)
     dev = device_id(home)
-    names = exports.participant_names(db)
-    transform = Transformer(home, out, options, [*names, config.participant_name])
+    people = exports.participants(db)
+    transform = Transformer(home, out, options, [*(n for _, n in people), config.participant_name])
     if options.deidentify:
-        for pid in exports.participant_ids(db):
+        for pid, _ in people:
             transform.pid(pid)  # learn every id first so free text can be rewritten
     rows, exported = _write_tables(db, out, options, transform, config.participant_id, progress)
     protocols, notes = _protocols(protocol, db)
@@ -245,7 +244,6 @@ def _export(
         "files": {name: {"sha256": digest} for name, digest in files.items()},
     }
     if options.deidentify:  # lets merge link devices and tell people apart (identity.py)
-        people = exports.participants(db)
         wanted = [(p, n) for p, n in people if options.participant in (None, p)]
         manifest["salt_id"] = salt_id(transform.salt)
         manifest["identities"] = manifest_identities(wanted, transform.pid, transform.salt)

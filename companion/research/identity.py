@@ -22,7 +22,7 @@ import sqlite_utils
 
 from companion.errors import CompanionError
 from companion.settings.config import Config
-from companion.store import study
+from companion.store import queries, study
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def check(
             )
         if differs:
             log.info("participant %s: device %s joined as the same person", pid, device)
-            merged = study.participant(db, pid)
+            merged = queries.participant(db, pid)
             if merged:
                 row = {**row, **{k: v for k, v in merged.items() if k in row}}
         out.append(row)

@@ -36,9 +36,8 @@ def record_protocol(
 
 def story_keys(db: sqlite_utils.Database) -> tuple[set[str], set[str]]:
     """(content hashes, ids) of every story in the bank."""
-    hashes = {row[0] for row in db.execute("SELECT content_hash FROM stories")}
-    ids = {row[0] for row in db.execute("SELECT id FROM stories")}
-    return hashes, ids
+    rows = db.execute("SELECT content_hash, id FROM stories").fetchall()
+    return {h for h, _ in rows}, {i for _, i in rows}
 
 
 def story_rows(db: sqlite_utils.Database) -> Iterable[tuple[str, str, str, str | None, str]]:

@@ -130,9 +130,5 @@ def participants(db: sqlite_utils.Database) -> list[tuple[str, str | None]]:
     return db.execute("SELECT id, name FROM participants").fetchall()
 
 
-def participant_names(db: sqlite_utils.Database) -> list[str | None]:
-    return [r[0] for r in db.execute("SELECT name FROM participants").fetchall()]
-
-
 def participant_ids(db: sqlite_utils.Database) -> list[str]:
     return [r[0] for r in db.execute("SELECT id FROM participants").fetchall()]

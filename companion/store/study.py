@@ -137,13 +137,6 @@ def link_device(db: sqlite_utils.Database, participant_id: str, device: str) -> 
     db.execute("INSERT OR IGNORE INTO participant_devices VALUES (?, ?)", [participant_id, device])
 
 
-def participant(db: sqlite_utils.Database, participant_id: str) -> dict[str, Any] | None:
-    """The merged participants row, column -> value."""
-    cursor = db.execute("SELECT * FROM participants WHERE id = ?", [participant_id])
-    row = cursor.fetchone()
-    return dict(zip([d[0] for d in cursor.description], row, strict=True)) if row else None
-
-
 # -- per-device rows --------------------------------------------------------------------------
 
 
