@@ -84,8 +84,6 @@ def require_free(path: Path, need_mb: float, what: str) -> None:
 
 def json_object(text: str, source: str, remedy: str) -> dict[str, Any]:
     """A shipped JSON sidecar's object; anything else is one line naming `source` and `remedy`."""
-    from companion.errors import ConfigError
-
     try:
         value = json.loads(text)
     except ValueError as exc:

@@ -1,11 +1,12 @@
 """Build-time tools of the on-device model: train, export, quantize and fit it. Never imported by
 the runtime package `companion`. The modules that train, export or quantize need the build extra
 (torch, onnx); the others run on the runtime's dependencies. The test install has no build
-extra: the tests import only the latter (`ackfit`) and read the others' source.
+extra: the tests import only the latter (`ackfit`, `calibrate_ack`) and read the others'
+source.
 
 The modules are in three layers. A module imports modules of its own layer or the layers below,
 never one above, and no import circle; the tools import no other tool (each runs as a script,
-`.venv/bin/python models/TOOL.py`). tests/test_models_layers.py enforces this table:
+`.venv/bin/python models/TOOL.py`). tests/models/test_layering.py enforces this table:
 
 1. Shared (import no other module here):
    `graph` (the graph's shapes and window, the quantizable units and their nodes, the

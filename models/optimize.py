@@ -24,9 +24,8 @@ from pathlib import Path
 import onnx
 
 from companion.model.encode import resolve_model
-from models.deterministic import deterministic
-from models.graph import HIDDEN, WINDOW, fuse
-from models.quant import QUANT, quantize_fused
+from models.graph import HIDDEN, fuse
+from models.quant import quantize, quantize_fused
 
 SHIPPED = resolve_model()  # the newest shipped model
 # the fp32 export it was quantized from, in build.py's default scratch
@@ -166,8 +165,7 @@ def variants(out: Path, fp32: Path = FP32_BUILD) -> dict[str, Path]:
         "int8 fused, 7-bit, no fp32 units": all_int8,
         "int8 fused, 8-bit s8 (old)": dynamic_int8_all_units(fused, out / "fused.int8-s8.onnx",
                                                              reduce_range=False),
-        "int8 deterministic (candidate)": deterministic(fp32, out / "det.int8.onnx",
-                                                        QUANT["fp32"], WINDOW),
+        "int8 deterministic (candidate)": quantize(fp32, out / "det.int8.onnx"),
     }  # fmt: skip
 
 

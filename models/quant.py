@@ -41,10 +41,10 @@ QUANT: dict[str, Any] = {
 }
 
 
-def quantize(fp32: Path, out: Path, keep_fp32: list[str] | None = None) -> None:
+def quantize(fp32: Path, out: Path, keep_fp32: list[str] | None = None) -> Path:
     """The int8 model from an fp32 export, by the scheme QUANT describes (`keep_fp32` overrides
-    QUANT["fp32"], for the sensitivity sweep)."""
-    deterministic(fp32, out, QUANT["fp32"] if keep_fp32 is None else keep_fp32, WINDOW)
+    QUANT["fp32"], for the sensitivity sweep); returns `out`."""
+    return deterministic(fp32, out, QUANT["fp32"] if keep_fp32 is None else keep_fp32, WINDOW)
 
 
 def quantize_fused(fused: Path, out: Path, keep_fp32: list[str] | None = None) -> None:

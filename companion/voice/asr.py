@@ -31,8 +31,8 @@ from pathlib import Path, PurePosixPath
 
 from companion.checksum import sha256_file
 from companion.errors import AsrModelError
-from companion.files import open_private, private_dir
-from companion.settings.config import Home, load_config, write_config
+from companion.files import free_bytes, open_private, private_dir
+from companion.settings.config import Home, load_config, resolve_home, write_config
 from companion.voice.backend import asr_dir
 from companion.voice.vocab import VocabularyCheck, check_vocabulary
 
@@ -64,7 +64,7 @@ def install_asr(
         raise AsrModelError(f"{url}: --url needs --sha256 HEX so the download can be verified")
     if from_path is not None:
         _check_source(Path(from_path), sha256)  # before anything is created in the home
-    h = Home(Path(home).expanduser().resolve())  # config.toml stores absolute model paths
+    h = resolve_home(home)  # absolute: config.toml stores absolute model paths
     config = load_config(h)  # a broken config.toml fails before any work is done
     existed = h.path.exists()
     h.ensure()
@@ -306,7 +306,7 @@ def _copy_file(src: Path, dest: Path) -> None:
 
 
 def _check_free(needed: int, where: Path, label: str) -> None:
-    free = shutil.disk_usage(where).free
+    free = free_bytes(where)
     if needed > free:
         raise AsrModelError(
             f"{label}: needs {needed >> 20} MiB unpacked, {free >> 20} MiB free; "

@@ -31,9 +31,8 @@ import numpy as np  # noqa: E402
 
 from companion.model.encode import Encoder  # noqa: E402
 from models import optimize  # noqa: E402
-from models.deterministic import deterministic  # noqa: E402
-from models.graph import WINDOW, fuse  # noqa: E402
-from models.quant import QUANT, quantize_fused  # noqa: E402
+from models.graph import fuse  # noqa: E402
+from models.quant import quantize, quantize_fused  # noqa: E402
 from tests.bench.bench_graph import outputs, texts  # noqa: E402
 from tests.bench.bench_model import session  # noqa: E402
 from tests.bench.machine import cpu_line  # noqa: E402
@@ -75,8 +74,7 @@ def main() -> None:
             "s8 7-bit reduce_range": every_unit(fused, out / "rr.onnx", reduce_range=True),
             "u8 weights": every_unit(fused, out / "u8.onnx", reduce_range=False, unsigned=True),
             "shipped (7-bit + fp32 units)": optimize.SHIPPED,
-            "deterministic (candidate)": deterministic(
-                optimize.FP32_BUILD, out / "det.onnx", QUANT["fp32"], WINDOW),
+            "deterministic (candidate)": quantize(optimize.FP32_BUILD, out / "det.onnx"),
         }  # fmt: skip
         if args.data:
             from models.quant_sweep import rows
