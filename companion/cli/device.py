@@ -171,9 +171,10 @@ def models_install_asr(home, from_path, url, sha256) -> None:
     from companion.voice.asr import install_asr
 
     source = Path(from_path) if from_path else None
-    target = install_asr(resolve_home(home).path, source, url, sha256)
+    home_dir = resolve_home(home).path
+    target = install_asr(home_dir, source, url, sha256)
     click.echo(f'installed vosk model in {target} (config.toml: asr_backend = "vosk")')
     from companion.voice.asr import vocabulary_of
 
-    result = vocabulary_of(resolve_home(home).path, target)
+    result = vocabulary_of(home_dir, target)
     click.echo(f"vocabulary: {result.summary()}" + ("" if result.ok else "; doctor will fail"))

@@ -53,9 +53,7 @@ def _at(day: date, moment: time, tz: ZoneInfo) -> datetime:
 
 
 def study_days(cfg: ScheduleConfig, enrolled: date) -> list[date]:
-    first = cfg.start_date or enrolled
-    days = (first + timedelta(days=n) for n in range(cfg.days))
-    return [d for d in days if d.weekday() in cfg.weekdays]
+    return cfg.study_dates(cfg.start_date or enrolled)
 
 
 def slots_for_day(cfg: ScheduleConfig, day: date, tz: ZoneInfo, seed: int) -> list[Slot]:
@@ -88,12 +86,11 @@ def in_quiet_hours(cfg: ScheduleConfig, moment: datetime, tz: ZoneInfo) -> datet
         return None
     local = moment.astimezone(tz)
     now = local.time()
-    if quiet.start <= quiet.end:
-        inside, end_day = quiet.start <= now < quiet.end, local.date()
-    else:  # wraps midnight, e.g. 22:00-07:00
-        inside = now >= quiet.start or now < quiet.end
-        end_day = local.date() + timedelta(days=1 if now >= quiet.start else 0)
-    return _at(end_day, quiet.end, tz) if inside else None
+    if not quiet.holds(now):
+        return None
+    # quiet hours that wrap midnight, entered before it, end tomorrow
+    wrapped = quiet.start > quiet.end and now >= quiet.start
+    return _at(local.date() + timedelta(days=1 if wrapped else 0), quiet.end, tz)
 
 
 def unanswered(history: Iterable[Attempt]) -> int:

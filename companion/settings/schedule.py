@@ -30,6 +30,13 @@ class Window:
     start: time
     end: time
 
+    def holds(self, moment: time) -> bool:
+        """Is `moment` inside the span (start included, end not; one that ends before it
+        starts wraps midnight, e.g. 22:00-07:00)?"""
+        if self.start <= self.end:
+            return self.start <= moment < self.end
+        return moment >= self.start or moment < self.end
+
 
 @dataclass(frozen=True)
 class ScheduleConfig:
@@ -66,6 +73,12 @@ class ScheduleConfig:
     # The invitation's wording as files before [prompts] invitation set it here; None: the
     # protocol's [prompts] invitation (the shipped wording is the default protocol's).
     invitation: str | None = None
+
+    def study_dates(self, first: date) -> list[date]:
+        """The study days from `first` (start_date, else the enrolment day): `days` dates on
+        one of `weekdays`."""
+        dates = (first + timedelta(days=n) for n in range(self.days))
+        return [d for d in dates if d.weekday() in self.weekdays]
 
     @property
     def max_per_day(self) -> int:
@@ -110,13 +123,12 @@ def never_invites(config: ScheduleConfig, t: Table) -> None:
     """Refuse a schedule under which the companion could never invite: no study weekday in
     the study's dates, or quiet hours (and the answer time) leaving no moment in any window.
     Local wall-clock arithmetic, as the plan (`companion.service.schedule`) uses it."""
-    if config.start_date is not None and config.days < 7:
-        dates = [config.start_date + timedelta(days=n) for n in range(config.days)]
-        if not any(d.weekday() in config.weekdays for d in dates):
-            last = dates[-1]
-            raise t.fail("weekdays", f"none of them falls between start_date "
-                         f"{config.start_date} and {last} ({config.days} study days), so the "
-                         "companion would never invite; add a weekday or more days")  # fmt: skip
+    if config.start_date is not None and not config.study_dates(config.start_date):
+        last = config.start_date + timedelta(days=config.days - 1)
+        raise t.fail("weekdays", f"none of them falls between start_date "
+                     f"{config.start_date} and {last} ({config.days} study days), so the "
+                     "companion would never invite; add a weekday or more days")  # fmt: skip
+
     def open_in(quiet: Window | None) -> bool:
         return any(_can_invite(w, quiet, config.answer_seconds) for w in config.windows)
 
@@ -137,14 +149,11 @@ def _seconds(moment: time) -> int:
 def _can_invite(window: Window, quiet: Window | None, answer_seconds: int) -> bool:
     """Whether some invitation in `window` is outside `quiet` with time left to answer: the
     earliest one is at the window's start, or where quiet hours end if they hold the start."""
-    start, end = _seconds(window.start), _seconds(window.end)
-    if quiet is not None:
-        q_start, q_end = _seconds(quiet.start), _seconds(quiet.end)
-        if q_start <= q_end and q_start <= start < q_end:
-            start = q_end
-        elif q_start > q_end and (start >= q_start or start < q_end):
-            start = q_end if start < q_end else 24 * 3600  # after midnight: not this window
-    return start + answer_seconds <= end
+    start = _seconds(window.start)
+    if quiet is not None and quiet.holds(window.start):
+        # quiet hours that end after midnight leave nothing of this window
+        start = _seconds(quiet.end) if window.start < quiet.end else 24 * 3600
+    return start + answer_seconds <= _seconds(window.end)
 
 
 def span(t: Table, key: str, text: str) -> Window:
