@@ -71,7 +71,7 @@ def open_home(
     if not create:
         guard.require_database(resolved)
         # Opening writes (WAL files, recovery): on a full disk, say so before SQLite does.
-        files.require_free(resolved.path, 1, "opening the study database")
+        files.require_free(resolved.path, files.OPEN_DB_MB, "opening the study database")
     resolved.ensure()
     if not resolved.config_path.exists():
         write_config(resolved, config)

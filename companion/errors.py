@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 
 class CompanionError(Exception):
     """Base class: a problem the user can fix; the message says what and how."""
@@ -42,24 +39,3 @@ def printable(text: str) -> str:
     """`text` on one line: a newline or other control character (a file name may hold one)
     is shown escaped, as Python's repr shows it, so one error stays one line."""
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
-
-
-def space_problem(path: object) -> str | None:
-    """What ran out on the filesystem holding `path`, said with what to free, or None when
-    neither space nor inodes (the count of files a filesystem can hold) are used up."""
-    folder = Path(os.fsdecode(path)) if isinstance(path, str | bytes | os.PathLike) else None
-    while folder is not None and not folder.is_dir() and folder != folder.parent:
-        folder = folder.parent
-    if folder is None:
-        return None
-    try:
-        fs = os.statvfs(folder)
-    except OSError:
-        return None
-    where = printable(str(folder))
-    if fs.f_files and fs.f_favail == 0:
-        return (f"the filesystem holding {where} has no free inodes (it holds as many files as "
-                "it can); delete files you do not need there: freeing space alone will not help")
-    if fs.f_bavail * fs.f_frsize < 1024 * 1024:  # the margin opening a database asks
-        return f"the disk holding {where} is full; free some space there"
-    return None

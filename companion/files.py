@@ -16,6 +16,9 @@ from typing import IO, Any
 
 from companion.errors import CompanionError, ConfigError, printable
 
+# Free disk (MB) opening the study database asks for; less is a full disk.
+OPEN_DB_MB = 1
+
 FILE_MODE, DIR_MODE = 0o600, 0o700
 
 
@@ -126,3 +129,24 @@ def read_input(path: Path, what: str, max_bytes: int,
     except UnicodeDecodeError as exc:
         raise error(f"{name}: {what} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
                     ) from None  # fmt: skip
+
+
+def space_problem(path: object) -> str | None:
+    """What ran out on the filesystem holding `path`, said with what to free, or None when
+    neither space nor inodes (the count of files a filesystem can hold) are used up."""
+    folder = Path(os.fsdecode(path)) if isinstance(path, str | bytes | os.PathLike) else None
+    while folder is not None and not folder.is_dir() and folder != folder.parent:
+        folder = folder.parent
+    if folder is None:
+        return None
+    try:
+        fs = os.statvfs(folder)
+    except OSError:
+        return None
+    where = printable(str(folder))
+    if fs.f_files and fs.f_favail == 0:
+        return (f"the filesystem holding {where} has no free inodes (it holds as many files as "
+                "it can); delete files you do not need there: freeing space alone will not help")
+    if fs.f_bavail * fs.f_frsize < OPEN_DB_MB * 1024 * 1024:
+        return f"the disk holding {where} is full; free some space there"
+    return None

@@ -37,7 +37,8 @@ import click  # noqa: E402
 
 from companion.cli import device, research, study  # noqa: E402, F401  (register the commands)
 from companion.cli.base import cli  # noqa: E402
-from companion.errors import CompanionError, printable, space_problem  # noqa: E402
+from companion.errors import CompanionError, printable  # noqa: E402
+from companion.files import space_problem  # noqa: E402
 
 __all__ = ["cli", "main"]
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import sqlite_utils
 
 from companion.clock import iso, utc_now
-from companion.errors import CompanionError, DiskSpaceError, printable, space_problem
-from companion.files import open_private
+from companion.errors import CompanionError, DiskSpaceError, printable
+from companion.files import open_private, space_problem
 from companion.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
