@@ -15,10 +15,13 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.helpers.forkrun import run_many
 from tests.helpers.run import SCRIPT, TEST_CONFIG, run_text_session
@@ -158,3 +161,19 @@ def check(case: Case, outcome: dict[str, Any]) -> None:
         assert outcome["after"] == outcome["before"], f"{case.id}: database changed"
     elif case.db == ABSENT:
         assert outcome["after"] is None and not outcome["home_exists"], case.id
+
+
+def mount_tmpfs(target: Path, options: str) -> None:
+    """A small tmpfs at `target` (`options`: "size=2048k", "nr_inodes=16"), for a full disk or
+    no free inodes; skips the test when this is not root or tmpfs cannot be mounted."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    target.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
+                          capture_output=True, text=True)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+
+
+def umount(target: Path) -> None:
+    subprocess.run(["umount", "-l", str(target)], check=False)

@@ -17,25 +17,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.adversarial import db_signature, make_template, one_line_error
+from tests.helpers.adversarial import (
+    db_signature,
+    make_template,
+    mount_tmpfs,
+    one_line_error,
+    umount,
+)
 from tests.helpers.forkrun import run_many
 from tests.helpers.run import REPO
 
 STORY = " ".join(["The lift broke and I carried the shopping up nine floors in the heat."] * 10)
-
-
-def _mount_tmpfs(target: Path, size_kb: int) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    target.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(target)],
-                          capture_output=True, text=True)  # fmt: skip
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-
-
-def _umount(target: Path) -> None:
-    subprocess.run(["umount", "-l", str(target)], check=False)
 
 
 @pytest.fixture
@@ -60,7 +52,7 @@ def _fill(folder: Path) -> None:
 def test_full_disk(tmp_path: Path, template: Path) -> None:
     disk = tmp_path / "disk"
     size = sum(p.stat().st_size for p in template.rglob("*") if p.is_file())
-    _mount_tmpfs(disk, size // 1024 + 2048)
+    mount_tmpfs(disk, f"size={size // 1024 + 2048}k")
     try:
         home = disk / "home"
         shutil.copytree(template, home)
@@ -86,12 +78,12 @@ def test_full_disk(tmp_path: Path, template: Path) -> None:
         leftovers = [p.name for p in disk.rglob("*") if "partial" in p.name or p.suffix == ".tmp"]
         assert leftovers == [] and not (disk / "out").exists()
     finally:
-        _umount(disk)
+        umount(disk)
 
 
 def test_read_only_home(tmp_path: Path, template: Path) -> None:
     disk = tmp_path / "ro"
-    _mount_tmpfs(disk, 64 * 1024)
+    mount_tmpfs(disk, f"size={64 * 1024}k")
     try:
         home = disk / "home"
         shutil.copytree(template, home)
@@ -115,7 +107,7 @@ def test_read_only_home(tmp_path: Path, template: Path) -> None:
             assert "Traceback" not in result["stderr"]
         assert db_signature(home / "companion.db") == before
     finally:
-        _umount(disk)
+        umount(disk)
 
 
 @pytest.mark.slow

@@ -17,10 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from companion.engine.protocol import default_protocol_text
-from tests.helpers.adversarial import db_signature, one_line_error
+from tests.helpers.adversarial import db_signature, mount_tmpfs, one_line_error, umount
 from tests.helpers.forkrun import run_many
 from tests.helpers.run import REPO, one_error_line, run_cli
 
@@ -187,26 +185,12 @@ def test_closed_standard_streams_end_in_one_line(home: Path) -> None:
 # -- the disk: out of space, out of inodes (a small tmpfs, when root may mount one) ---------
 
 
-def _mount_tmpfs(target: Path, options: str) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    target.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
-                          capture_output=True, text=True)  # fmt: skip
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-
-
-def _umount(target: Path) -> None:
-    subprocess.run(["umount", "-l", str(target)], check=False)
-
-
 def test_a_disk_filling_during_an_import_says_the_disk_is_full(tmp_path: Path, home: Path) -> None:
     """Room to start (the 1 MB margin) but not for 3 MB of stories: SQLite's own rollback
     must not be hidden behind "cannot rollback", nor the advice be to restore a backup."""
     disk = tmp_path / "disk"
     used = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
-    _mount_tmpfs(disk, f"size={used // 1024 + 1536}k")
+    mount_tmpfs(disk, f"size={used // 1024 + 1536}k")
     try:
         shutil.copytree(home, disk / "home")
         many = tmp_path / "many.jsonl"
@@ -221,12 +205,12 @@ def test_a_disk_filling_during_an_import_says_the_disk_is_full(tmp_path: Path, h
         assert "rollback" not in line and "restore" not in line, line
         assert db_signature(disk / "home" / "companion.db") == before
     finally:
-        _umount(disk)
+        umount(disk)
 
 
 def test_no_free_inodes_says_inodes_not_restore(tmp_path: Path, home: Path) -> None:
     disk = tmp_path / "inodes"
-    _mount_tmpfs(disk, "size=64m,nr_inodes=16")
+    mount_tmpfs(disk, "size=64m,nr_inodes=16")
     try:
         shutil.copytree(home, disk / "home")
         for extra in ("-wal", "-shm"):
@@ -249,4 +233,4 @@ def test_no_free_inodes_says_inodes_not_restore(tmp_path: Path, home: Path) -> N
             line = check_refused(result, disk / "home", before, "inodes", "delete files")
             assert "restore" not in line, (argv, line)
     finally:
-        _umount(disk)
+        umount(disk)
