@@ -6,7 +6,9 @@ A ticking clock lets one test run a month of daily sessions in a second or two.
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import random
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -177,3 +179,13 @@ def build_study(root: Path, homes: int = 3, days: int = 4, deidentify: bool = Tr
         opened.append(o)
         exports.append(out)
     return opened, exports
+
+
+def rewrite_export_file(export: Path, name: str, edit: Callable[[str], str]) -> None:
+    """Change one file of an export with `edit` and re-sign it in the manifest, as a changed
+    (or careless, or hostile) device would."""
+    path = export / name
+    path.write_text(edit(path.read_text("utf-8")), "utf-8", newline="")
+    manifest = json.loads((export / "manifest.json").read_text())
+    manifest["files"][name]["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (export / "manifest.json").write_text(json.dumps(manifest))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import sqlite3
@@ -13,7 +12,7 @@ from companion.research.export import TABLES, ExportError, ExportOptions, export
 from companion.research.identity import IdentityError
 from companion.research.merge import DEVICE_TABLES, MergeError, merge_exports
 from tests.helpers.run import run_cli
-from tests.helpers.study import build_study
+from tests.helpers.study import build_study, rewrite_export_file
 
 
 @pytest.fixture(scope="module")
@@ -81,13 +80,12 @@ def test_merge_keeps_every_row_with_provenance_and_is_idempotent(devices, tmp_pa
 
 def rewrite(export, name: str, old: str, new: str) -> None:
     """Change one file of an export and re-sign it, as a changed device would."""
-    path = export / name
-    text = path.read_text()
-    assert old in text
-    path.write_text(text.replace(old, new, 1))
-    manifest = json.loads((export / "manifest.json").read_text())
-    manifest["files"][name]["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
-    (export / "manifest.json").write_text(json.dumps(manifest))
+
+    def replaced(text: str) -> str:
+        assert old in text
+        return text.replace(old, new, 1)
+
+    rewrite_export_file(export, name, replaced)
 
 
 def test_conflicting_duplicate_refused_and_nothing_written(devices, tmp_path):

@@ -7,7 +7,6 @@ real CLI, real exports."""
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import random
@@ -25,7 +24,7 @@ from companion.research.progress import compare
 from tests.helpers.adversarial import db_signature
 from tests.helpers.forkrun import run_many
 from tests.helpers.run import REPO, SCRIPT, one_error_line, run_cli, snapshot
-from tests.helpers.study import make_home, run_scripted, session_lines
+from tests.helpers.study import make_home, rewrite_export_file, run_scripted, session_lines
 
 MID = 7  # replies before the mid-session export: check-in, story, two post-story items
 
@@ -174,15 +173,15 @@ def test_merging_again_is_a_no_op(device, tmp_path) -> None:
 
 def _edit_csv(export: Path, name: str, edit) -> None:
     """Change one CSV file of an export and re-sign it (as a changed device would)."""
-    path = export / name
-    rows = list(csv.reader(io.StringIO(path.read_text("utf-8"), newline="")))
-    edit(rows[0], rows[1:])
-    out = io.StringIO(newline="")
-    csv.writer(out, lineterminator="\r\n").writerows(rows)
-    path.write_text(out.getvalue(), "utf-8", newline="")
-    manifest = json.loads((export / "manifest.json").read_text())
-    manifest["files"][name]["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
-    (export / "manifest.json").write_text(json.dumps(manifest))
+
+    def edited(text: str) -> str:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+        edit(rows[0], rows[1:])
+        out = io.StringIO(newline="")
+        csv.writer(out, lineterminator="\r\n").writerows(rows)
+        return out.getvalue()
+
+    rewrite_export_file(export, name, edited)
 
 
 def _set(column: str, change):

@@ -17,7 +17,13 @@ from companion.research.export import ExportOptions, export_home
 from companion.research.merge import MergeError, merge_exports
 from tests.helpers.adversarial import db_signature
 from tests.helpers.forkrun import run_many
-from tests.helpers.study import build_study, make_home, run_scripted, session_lines
+from tests.helpers.study import (
+    build_study,
+    make_home,
+    rewrite_export_file,
+    run_scripted,
+    session_lines,
+)
 
 pytestmark = pytest.mark.slow  # builds and exports three devices' studies (about 100 s here)
 
@@ -38,11 +44,7 @@ def _copy(export: Path, tmp_path: Path, name: str) -> Path:
 
 def _rewrite(export: Path, file: str, edit) -> None:
     """Edit one file and re-sign it in the manifest (as a careless or hostile editor would)."""
-    path = export / file
-    path.write_text(edit(path.read_text("utf-8")), "utf-8")
-    manifest = json.loads((export / "manifest.json").read_text())
-    manifest["files"][file]["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
-    (export / "manifest.json").write_text(json.dumps(manifest))
+    rewrite_export_file(export, file, edit)
 
 
 def _jsonl_edit(column: str, value):
