@@ -241,7 +241,7 @@ def _rescue(opened: Opened) -> str:
     to the old file, which only this process still holds. Copy it out before it is gone."""
     stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
     target = opened.home.path / f"companion.db.rescued-{stamp}"
-    copy_database(opened.db, target)
+    copy_database(opened.db.conn, target)
     return (
         f"removed or replaced during the session; everything this session stored was saved "
         f"to {target.name}: check the home, then companion restore --from {target}"

@@ -72,14 +72,7 @@ def backup_now(
     target = folder / f"{PREFIX}{stamp}{SUFFIX}"
     partial = target.with_suffix(".partial")
     try:
-        with files.open_private(partial, "wb"):
-            pass  # created 0600 before SQLite writes into it
-        dest = sqlite3.connect(str(partial))
-        try:
-            db.conn.backup(dest)
-            dest.execute("PRAGMA journal_mode=DELETE")  # a single self-contained file
-        finally:
-            dest.close()
+        copy_database(db.conn, partial, single_file=True)
         _check(partial)
         with open(partial, "rb") as f:
             os.fsync(f.fileno())
@@ -95,13 +88,16 @@ def backup_now(
     return target
 
 
-def copy_database(db: sqlite_utils.Database, target: Path) -> None:
-    """Copy everything `db` holds into the new file `target` (created 0600), as it is now."""
+def copy_database(source: sqlite3.Connection, target: Path, *, single_file: bool = False) -> None:
+    """Copy everything `source` holds into the new file `target` (created 0600 before SQLite
+    writes into it), as it is now; `single_file`: a self-contained file, no -wal beside it."""
     with files.open_private(target, "wb"):
         pass
     dest = sqlite3.connect(str(target))
     try:
-        db.conn.backup(dest)
+        source.backup(dest)
+        if single_file:
+            dest.execute("PRAGMA journal_mode=DELETE")
     finally:
         dest.close()
 
@@ -204,15 +200,11 @@ def restore(
         scratch = Path(tempfile.mkdtemp(prefix=".restore-", dir=home.path))
         try:
             staged = scratch / home.db_path.name
-            with files.open_private(staged, "wb"):
-                pass
             source = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
-            dest = sqlite3.connect(str(staged))
             try:
-                source.backup(dest)
+                copy_database(source, staged)
             finally:
                 source.close()
-                dest.close()
             theirs = _open_as_home(staged, backup, home)
             if ours is not None and theirs and ours not in theirs:
                 raise BackupError(
