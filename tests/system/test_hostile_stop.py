@@ -173,7 +173,11 @@ def run_trial(n: int, template: Path, work: Path, seed: int) -> Trial:
             # Anywhere from the handler's installation to a little after READY.
             time.sleep(rng.uniform(0, 1.5))
         else:
-            assert notes.wait_for("READY=1", 60), "companion run never got ready"
+            if not notes.wait_for("READY=1", 60):
+                proc.send_signal(signal.SIGABRT)  # faulthandler: where start-up stood
+                proc.wait(timeout=15)
+                raise AssertionError("companion run never got ready:\n"
+                                     + err.read_text(errors="replace")[-6000:])
             if trial.mode == "session":
                 _converse(proc, lines, trial, rng)
                 time.sleep(rng.choice([0.0, rng.uniform(0, 0.005), rng.uniform(0, 0.05)]))
