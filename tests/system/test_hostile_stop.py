@@ -66,6 +66,7 @@ class Trial:
     acknowledged: int = 0
     stderr: str = ""
     hung: bool = False
+    ready_s: float = 0.0  # from the handler's note to READY
 
 
 @pytest.fixture
@@ -84,21 +85,28 @@ def _lines(stream: object, into: queue.Queue[tuple[float, str]]) -> None:
 
 class Notes:
     """The child's sd_notify datagrams, read as they come: a 1 ms heartbeat would otherwise fill
-    the socket's queue, and a full queue blocks the sender."""
+    the socket's queue, and a full queue blocks the sender.
+
+    The reader thread ends before the socket closes: a reader still in recv() on a closed
+    socket's number would read from whichever later trial's socket took that number (and
+    steal its READY)."""
 
     def __init__(self, path: str) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.sock.bind(path)
+        self.sock.settimeout(0.1)  # the reader looks at `closing` this often
         self.seen: set[str] = set()
         self.changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.closing = threading.Event()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
-        while True:
+        while not self.closing.is_set():
             try:
                 message = self.sock.recv(1024).decode()
-            except OSError:  # closed
-                return
+            except TimeoutError:
+                continue
             if message not in self.seen:
                 with self.changed:
                     self.seen.add(message)
@@ -109,7 +117,8 @@ class Notes:
             return self.changed.wait_for(lambda: message in self.seen, timeout)
 
     def close(self) -> None:
-        self.sock.shutdown(socket.SHUT_RDWR)
+        self.closing.set()
+        self.reader.join()
         self.sock.close()
 
 
@@ -173,11 +182,14 @@ def run_trial(n: int, template: Path, work: Path, seed: int) -> Trial:
             # Anywhere from the handler's installation to a little after READY.
             time.sleep(rng.uniform(0, 1.5))
         else:
+            began = time.monotonic()
             if not notes.wait_for("READY=1", 60):
                 proc.send_signal(signal.SIGABRT)  # faulthandler: where start-up stood
                 proc.wait(timeout=15)
-                raise AssertionError("companion run never got ready:\n"
-                                     + err.read_text(errors="replace")[-6000:])
+                raise AssertionError(
+                    "companion run never got ready:\n" + err.read_text(errors="replace")[-6000:]
+                )
+            trial.ready_s = time.monotonic() - began
             if trial.mode == "session":
                 _converse(proc, lines, trial, rng)
                 time.sleep(rng.choice([0.0, rng.uniform(0, 0.005), rng.uniform(0, 0.05)]))
@@ -208,8 +220,12 @@ def check_home(home: Path, trial: Trial) -> None:
     try:
         statuses = [r[0] for r in conn.execute("SELECT status FROM sessions")]
         assert "running" not in statuses, (trial, statuses)
-        stored = [r[0] for r in conn.execute(
-            "SELECT text FROM turns WHERE speaker = 'participant' ORDER BY session_id, seq")]
+        stored = [
+            r[0]
+            for r in conn.execute(
+                "SELECT text FROM turns WHERE speaker = 'participant' ORDER BY session_id, seq"
+            )
+        ]
         # Every acknowledged answer is there, in order, and nothing that was never sent.
         assert stored == trial.replies[: len(stored)], (trial, stored)
         assert len(stored) >= trial.acknowledged, (trial, stored)
@@ -231,8 +247,11 @@ def stop_trials(template: Path, work: Path, count: int, seed: int) -> list[Trial
     for trial in hung:  # where the main thread waited: the innermost frame of its stack
         stack = trial.stderr.split("Current thread", 1)[-1].splitlines()
         print(f"hung ({trial.mode}): {next((x.strip() for x in stack if 'File' in x), '?')}")
-    print(f"\nhostile stop: {count} trials {by_mode}, {count - len(hung)} stopped within "
-          f"{STOP_LIMIT_S:.0f} s, {len(hung)} hung, worst stop {worst:.2f} s")
+    print(
+        f"\nhostile stop: {count} trials {by_mode}, {count - len(hung)} stopped within "
+        f"{STOP_LIMIT_S:.0f} s, {len(hung)} hung, worst stop {worst:.2f} s, "
+        f"slowest start {max(t.ready_s for t in trials):.1f} s"
+    )
     assert not hung, f"{len(hung)} of {count} stops hung; the first's threads:\n" + (
         hung[0].stderr[-6000:] if hung else "")  # fmt: skip
     for trial in trials:
