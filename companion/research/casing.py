@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from companion.research.context import PETS as _PETS
 from companion.research.context import ROLES, STOP
 from companion.research.gazetteer import UK_AREAS, Gazetteer
-from companion.research.ner import Span
+from companion.research.ner import Span, tag
 
 
 def _set(words: str) -> frozenset[str]:
@@ -25,17 +26,20 @@ def _set(words: str) -> frozenset[str]:
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 # Words before a name: relations, titles, naming verbs (lower case; the text has no capitals).
-_PERSON_CUES = _set(
-    "wife husband partner son daughter sister brother mum mom mother dad father grandson "
-    "granddaughter grandchild grandma grandad granddad grandpa granny nan nana niece nephew "
-    "cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
-    "stepson stepdaughter fiance fiancee auntie aunt uncle mr mrs ms miss mister missus dr "
-    "doctor nurse vicar reverend father teacher called named rang phoned texted visited "
-    "ring tell told ask asked remember remembered miss missed meet met "
-    "thank thanked visit hug hugged with for our poor dear "
-    "little old wee "
-    "law"  # "my brother in law trevor"
-) | ROLES
+_PERSON_CUES = (
+    _set(
+        "wife husband partner son daughter sister brother mum mom mother dad father grandson "
+        "granddaughter grandchild grandma grandad granddad grandpa granny nan nana niece nephew "
+        "cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
+        "stepson stepdaughter fiance fiancee auntie aunt uncle mr mrs ms miss mister missus dr "
+        "doctor nurse vicar reverend father teacher called named rang phoned texted visited "
+        "ring tell told ask asked remember remembered miss missed meet met "
+        "thank thanked visit hug hugged with for our poor dear "
+        "little old wee "
+        "law"  # "my brother in law trevor"
+    )
+    | ROLES
+)
 # Cues too common to make an English word a name ("with cancer"): only unknown words.
 _WEAK_CUES = _set("with for our poor dear")
 # After a title even an ordinary word is a name ("mr brown", "mister pickwick"); after a
@@ -244,9 +248,10 @@ def widen(
             w = _base(words[i].group(0))
             if (words[i + 1].group(0) == "and" and words[i + 2].group(0) in ("i", "I")
                     and not common(w) and w not in _NOT_PROPER and len(w) > 2):  # fmt: skip
-                spans = [*spans, Span(words[i].start(), words[i].start() + len(w), "PERSON")]
+                end = words[i].start() + len(w)
+                spans = [*spans, Span(words[i].start(), end, "PERSON", "and_i")]
     if lower:  # "siobhan and declan", "ranjit and gurpreet": names joined by "and"
-        spans = spans + _joined(words, spans, unknown)
+        spans = spans + tag("joined", _joined(words, spans, unknown))
     out = []
     for span in spans:
         start, end = span.start, span.end
@@ -270,13 +275,15 @@ def widen(
                     end = nb.end()
         if lower and span.label in ("PERSON", "PLACE"):
             idx = [i for i, m in enumerate(words) if start <= m.start() < end]
-            if idx and idx[-1] + 1 < len(words) and (
-                unknown(idx[-1] + 1) or span.label == "PERSON" and surname(idx[-1] + 1)
+            if (
+                idx
+                and idx[-1] + 1 < len(words)
+                and (unknown(idx[-1] + 1) or span.label == "PERSON" and surname(idx[-1] + 1))
             ):
                 end = words[idx[-1] + 1].start() + len(_base(words[idx[-1] + 1].group(0)))
             if idx and idx[0] > 0 and unknown(idx[0] - 1):
                 start = min(start, words[idx[0] - 1].start())
-        out.append(Span(start, end, span.label))
+        out.append(replace(span, start=start, end=end))
     return out
 
 
@@ -284,6 +291,8 @@ _BARE_RELATION = re.compile(
     r"(?:^|\b(?!(?i:my|our|his|her|their|your|a|the|an)\b)[\w']+\s+)"
     r"((?i:cousin|grandma|grandpa|granny|grandad|nana|nanna|nanny|gran|sister|brother)\s+)$"
 )
+
+
 def _joined(words: list[re.Match[str]], spans: list[Span], nameish: Callable[[int], bool]
             ) -> list[Span]:  # fmt: skip
     """The word on the other side of "and" from a name, when it may be a name too."""

@@ -10,10 +10,11 @@ makes a place; "the" before it goes with it ("the philippines").
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
-from companion.research.ner import Span
+from companion.research.ner import Span, tag
 
 # "the isle of mull", "the vale of glamorgan": the kind, then "of", then the name.
 _KIND_OF = re.compile(
@@ -96,9 +97,11 @@ _VENUE = re.compile(
     r"(?<=[a-z,] )(?:at|to|from|outside|near|into|round|opposite|behind|under|for|of) the "
     r"([A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?)\b"
 )
-_NOT_VENUES = _MODIFIERS | _words("queen king lord army navy police government internet bible "
-                                   "devil sun moon earth lottery olympics year month week day "
-                                   "world universe")
+_NOT_VENUES = _MODIFIERS | _words(
+    "queen king lord army navy police government internet bible "
+    "devil sun moon earth lottery olympics year month week day "
+    "world universe"
+)
 
 
 # "a do at the farmers arms", "dinner at the white hart": a pub by its sign, typed or said.
@@ -194,16 +197,20 @@ _KIND_AFTER = re.compile(
 def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
     """`spans` with the named places added: a person found inside one is part of it ("the
     [Norwegian] fjords"), and a place takes the "the" before it ("the philippines")."""
-    places = landmarks(text, gaz)
+    places = tag("landmarks", landmarks(text, gaz))
     out = []
     for span in spans + places:
         if span.label == "PERSON" and any(p.start <= span.start and span.end <= p.end
                                           for p in places):  # fmt: skip
             continue
         kind = _KIND_AFTER.match(text, span.end)
-        if kind and span.label in ("PERSON", "PLACE", "ORG") and not text[:span.end].endswith("'s"):
-            span = Span(span.start, kind.end(), "PLACE")
+        if (
+            kind
+            and span.label in ("PERSON", "PLACE", "ORG")
+            and not text[: span.end].endswith("'s")
+        ):
+            span = replace(span, end=kind.end(), label="PLACE")
         if span.label == "PLACE" and (m := _THE.search(text, 0, span.start)):
-            span = Span(m.start(), span.end, span.label)
+            span = replace(span, start=m.start())
         out.append(span)
     return out

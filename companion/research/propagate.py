@@ -65,7 +65,7 @@ def propagate(texts: list[str], found: list[list[Span]], known: set[str], gaz: G
     rx = re.compile(r"\b(" + "|".join(sorted(map(re.escape, known))) + r")(?:'s)?\b", re.I)
     out = []
     for text, spans in zip(texts, found, strict=True):
-        extra = [Span(m.start(), m.end(), labels.get(m.group(1).lower(), "PERSON"))
+        extra = [Span(m.start(), m.end(), labels.get(m.group(1).lower(), "PERSON"), "propagate")
                  for m in rx.finditer(text)]  # fmt: skip
         out.append(spans + extra)
     return out

@@ -67,8 +67,10 @@ SPOKEN_EMAIL = re.compile(
 )
 _TWO_DIGITS = rf"(?:{_TENS}[\s-]{_UNIT}|oh[\s-]{_UNIT})(?!\s+(?:people|of|years|pounds|quid)\b)"
 SPOKEN_DATES = [
-    re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+(?:{_YEAR}|{_TWO_DIGITS}))?\b",
-               re.IGNORECASE),  # "the eleventh of april ninety one"
+    re.compile(
+        rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+(?:{_YEAR}|{_TWO_DIGITS}))?\b",
+        re.IGNORECASE,
+    ),  # "the eleventh of april ninety one"
     re.compile(rf"\b{_MONTH}\s+(?:the\s+)?{_ORDINAL}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
     re.compile(rf"\b(?:(?:in|of|since)\s+)?{_MONTH}\s+{_YEAR}\b", re.IGNORECASE),
     re.compile(
@@ -321,34 +323,34 @@ NAME_IS_AGE = re.compile(
     re.IGNORECASE,
 )
 
-PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("ADDRESS", SPOKEN_ADDRESS),
-    ("ADDRESS", SPOKEN_POSTCODE),
-    ("ADDRESS", SPOKEN_FLAT),
-    ("PHONE", SPOKEN_DIGITS),
-    ("ID", SPOKEN_ID),
-    *(("DATE", p) for p in SPOKEN_DATES),
-    ("AGE", AGE),
-    ("DATE", SHORT_YEAR),
-    ("DATE", MORE_DATES),
-    ("DATE", WEEKDAY_DATE),
-    ("DATE", NAMED_DAY),
-    ("AGE", DECADE_AGE),
-    ("ID", HANDLE),
+PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
+    ("spoken_address", "ADDRESS", SPOKEN_ADDRESS),
+    ("spoken_postcode", "ADDRESS", SPOKEN_POSTCODE),
+    ("spoken_flat", "ADDRESS", SPOKEN_FLAT),
+    ("spoken_digits", "PHONE", SPOKEN_DIGITS),
+    ("spoken_id", "ID", SPOKEN_ID),
+    *((f"spoken_date_{i}", "DATE", p) for i, p in enumerate(SPOKEN_DATES)),
+    ("spoken_age", "AGE", AGE),
+    ("short_year", "DATE", SHORT_YEAR),
+    ("more_dates", "DATE", MORE_DATES),
+    ("weekday_date", "DATE", WEEKDAY_DATE),
+    ("named_day", "DATE", NAMED_DAY),
+    ("decade_age", "AGE", DECADE_AGE),
+    ("handle", "ID", HANDLE),
 ]
-GROUPED: list[tuple[str, re.Pattern[str]]] = [
+GROUPED: list[tuple[str, str, re.Pattern[str]]] = [
     # every start tried (a lookahead): "reach k at k dot lee at gmail dot com" has two
-    ("EMAIL", re.compile(rf"(?=({SPOKEN_EMAIL.pattern}))", re.IGNORECASE)),
-    ("AGE", SAID_AGE),
-    ("ADDRESS", _LIVED_ON),
-    ("ADDRESS", _ON_STREET),
-    ("ADDRESS", _AND_STREET),
-    ("DATE", ON_DAY),
-    ("DATE", MONTH_ALONE),
-    ("DATE", CARDINAL_DATE),
-    ("DATE", BIRTHDAY),
-    ("ID", CODE),
-    ("AGE", WHO_AGE),
-    ("AGE", APPOSED_AGE),
-    ("AGE", AGE_AND),
+    ("spoken_email", "EMAIL", re.compile(rf"(?=({SPOKEN_EMAIL.pattern}))", re.IGNORECASE)),
+    ("said_age", "AGE", SAID_AGE),
+    ("lived_on", "ADDRESS", _LIVED_ON),
+    ("on_street", "ADDRESS", _ON_STREET),
+    ("and_street", "ADDRESS", _AND_STREET),
+    ("on_day", "DATE", ON_DAY),
+    ("month_alone", "DATE", MONTH_ALONE),
+    ("cardinal_date", "DATE", CARDINAL_DATE),
+    ("birthday_date", "DATE", BIRTHDAY),
+    ("spoken_code", "ID", CODE),
+    ("who_age", "AGE", WHO_AGE),
+    ("apposed_age", "AGE", APPOSED_AGE),
+    ("age_and", "AGE", AGE_AND),
 ]  # the group is the span
