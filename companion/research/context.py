@@ -16,87 +16,39 @@ from collections.abc import Callable
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
 from companion.research.spoken import AGE_NUMBER, NOT_AN_AGE
+from companion.research.words import THRESHOLDS, TOKEN, word_set
 
 
 def _set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_WORD = re.compile(r"[a-z][a-z'-]*")
+_WORD = TOKEN
 # Never a name where these rules look: function words, auxiliaries, common adverbs.
-STOP = _set(
-    "the a an my our his her their your this that these those of and or but so to in on at "
-    "up down by for with from into onto about after before over under off out back away home "
-    "i i'm i've i'd i'll me we you he she they it him them us who whom which what when where "
-    "why how is was were are be been being am has have had do does did will would can could "
-    "shall should may might must not no never always just still also even only really very "
-    "too then now once often sometimes usually again already soon later here there yet ever "
-    "both all some any every each more most much many one two three four five six seven "
-    "eight nine ten little big old young late dear poor best new first last next same other "
-    "mr mrs ms miss mister missus dr called named after"
-)
+STOP = word_set("context_stop")
 _POSSESSIVE = _set("my our his her their your")
-RELATIONS = _set(
-    "wife husband partner son daughter sister brother mum mom mother dad father grandson "
-    "granddaughter grandchild grandkid grandma grandad granddad grandpa granny nan nana niece "
-    "nephew cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
-    "godmother godfather stepson stepdaughter stepmother stepfather fiance fiancee auntie aunt "
-    "uncle boy girl lad lass eldest youngest kid baby twin law ex sweetheart boyfriend wean "
-    "girlfriend lodger landlord landlady cleaner gardener doctor nurse vicar teacher"
-)
+RELATIONS = word_set("context_relations")
 # People known by their job, who come into a story with their name ("the physio kwame says",
 # "frank the milkman").
-ROLES = _set(
-    "physio physiotherapist chiropodist podiatrist postman postwoman postie milkman dentist "
-    "optician hairdresser barber receptionist minister priest pastor rabbi imam warden "
-    "midwife surgeon consultant gp plumber builder handyman electrician driver cabbie coach "
-    "instructor tutor caretaker butcher baker grocer chemist pharmacist window cleaner "
-    "gardener carer nurse vicar doctor teacher lodger landlord landlady neighbour neighbor "
-    "paperboy papergirl volunteer befriender counsellor therapist "
-    # a workplace's people, named the same way ("tom the registrar", "the chaplain grace")
-    "registrar chaplain porter matron paramedic manager supervisor foreman clerk secretary "
-    "chef waiter waitress barman barmaid janitor headteacher headmaster headmistress "
-    "librarian vet childminder nanny mechanic joiner locksmith decorator"
-)
+ROLES = word_set("context_roles")
 # What a person named as a sentence's subject does next ("my husband piers lives in ...").
-_DOES = _set(
-    "is was has had lives lived live works worked plays played said says came comes goes "
-    "went got gets loves loved died passed married rang rings phoned calls sent sends took "
-    "takes brought brings drives drove makes made runs ran will would can could used still "
-    "always never just keeps kept bakes visits visited helps helped sings sang knows knew "
-    "thinks thought wants wanted likes liked moved moves stays stayed bought gave gives told "
-    "tells asked asks started starts turned turns is's are were does did"
-)
+_DOES = word_set("context_does")
 # What only a person does, for a word with no relation before it ("and olga rang").
-_SAYS = _set("said says told tells rang rings phoned came comes lives lived who is was has had")
+_SAYS = word_set("context_says")
 # ... and what may follow a name that is not a verb ("benedict from the choir", "olga who").
 _AFTER_NAME = _set("and who from at")
 # A first name that is also a word ("dawn", "frank", "violet") is a name between these:
 # someone you are with, talk to, give to, and what follows a person in a clause.
-_SOCIAL = _set("with for and ask asked told tell saw see met meet visit visited miss missed "
-               "thank thanked hug hugged invited took take help helped beside behind")
-_TALK_TO = _set(
-    "talking talked talk speaking spoke speak chatting chatted gave give given wrote write "
-    "written sent send said listen listened married engaged introduced next goodbye hello "
-    "sorry lent lend sold showed show sang waved posted belonged went round over"
-)
-_CLAUSE = _set(
-    "about on at and for to yesterday today tonight last this again who from is was said "
-    "says came rang when because in but so has had"
-)
-_UNKNOWN_DOES = _set("said says told rang rings phoned came comes popped has is was lives lived "
-                     "moved married died texted visited brought")
+_SOCIAL = word_set("context_social")
+_TALK_TO = word_set("context_talk_to")
+_CLAUSE = word_set("context_clause")
+_UNKNOWN_DOES = word_set("context_unknown_does")
 _BE = _set("is was has had")
-_ACTS = _set("said says told tells rang rings phoned came comes lives lived")
+_ACTS = word_set("context_acts")
 # Nouns that follow "with"/"for" as often as a name does ("with joy", "for love").
-_ABSTRACT = _set("love hope joy faith grace will charity patience mercy honor honour glory "
-                 "summer autumn may june april august destiny liberty harmony")
+_ABSTRACT = word_set("context_abstract")
 # Animals a story names (with the breeds people say instead, and a Scot's "dug").
-PETS = _set(
-    "dog dug cat puppy kitten pony horse rabbit budgie parrot hamster tortoise goldfish "
-    "spaniel labrador terrier collie poodle alsatian greyhound whippet retriever beagle "
-    "dachshund westie tabby moggy pup lurcher jackdaw ferret gerbil canary cockatiel"
-)
+PETS = word_set("context_pets")
 _PETS = PETS | {"guinea", "tom"}  # "our guinea pig", "the old tom"
 _TITLES = _set("mr mrs ms miss mister missus dr auntie aunt uncle")
 _PRONOUNS = _set("i we you he she they it who")
@@ -278,17 +230,14 @@ RELATIVE_AGE = re.compile(
 # "rory our boy is three", "jasper our old collie", "Rory, our boy, ...": a name said and then
 # explained by who they are to the speaker.
 _KIN = RELATIONS | PETS | _set("boy girl lad lass baby eldest youngest wee bairn")
-_KIN_ADJ = _set("old little eldest youngest wee new baby big best oldest dear late")
+_KIN_ADJ = word_set("context_kin_adj")
 _APPOSED = re.compile(
     r"\b([A-Z][a-z][\w'-]*),?\s+(?:our|my|his|her|their)\s+"
     r"(?:(?:old|little|eldest|youngest|wee|new|baby|big|best|oldest|dear|late)\s+)?([a-z]+)\b"
 )
 
 
-_CALENDAR = _set(
-    "monday tuesday wednesday thursday friday saturday sunday january february march april "
-    "may june july august september october november december christmas easter"
-)
+_CALENDAR = word_set("context_calendar")
 
 
 def apposed_names(
@@ -302,7 +251,7 @@ def apposed_names(
     def name(word: str) -> bool:
         if word in STOP | _ABSTRACT | _KIN | _NEVER | _CALENDAR or len(word) < 3:
             return False
-        rare_first = word in gaz.first and freq.get(word, 0.0) < 4.0
+        rare_first = word in gaz.first and freq.get(word, 0.0) < THRESHOLDS["apposed_first_zipf"]
         return not common(word) and (rare_first or not gaz.is_ordinary(word))
 
     if any(c.isupper() for c in text):

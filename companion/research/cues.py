@@ -25,64 +25,39 @@ from companion.research.ner import Span
 from companion.research.propagate import RARE_ZIPF
 from companion.research.spoken import AGE_NUMBER
 from companion.research.unknown import load_frequencies
+from companion.research.words import TOKEN, word_set
 
 
 def _set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_WORD = re.compile(r"[a-z][a-z'-]*")
+_WORD = TOKEN
 # Finite verbs no modal "will" takes and no abstract noun does: speech, contact, and what a
 # body does ("mark beat me", "miles fell off").
-_ACTS = _set(
-    "said says told tells rang rings phoned phones texted texts emailed messaged called calls "
-    "asked asks smiled smiles laughed laughs cried cries waved waves hugged hugs showed shows "
-    "overslept slept sleeps woke wakes fell falls beat beats won wins lost drove drives "
-    "painted paints cooked cooks baked bakes brought brings bought buys took takes gave gives "
-    "picked picks popped pops dropped drops visited visits moved moves married marries "
-    "turned turns passed died dies sang sings danced dances swims swam walked walks ran runs "
-    "made makes wants needs likes loves thinks knows gets goes works lives plays"
-)
-_SPEECH = _set(
-    "said says told tells rang rings phoned phones texted texts emailed messaged asked asks "
-    "smiled smiles laughed laughs waved waves hugged hugs showed shows overslept sang sings"
-)
+_ACTS = word_set("cues_acts")
+_SPEECH = word_set("cues_speech")
 _BE = _set("is was has had")
 # Words opening a clause in a recogniser's text, which has no full stops.
-_OPENERS = _set("and but so then because cause when while says said that if")
+_OPENERS = word_set("cues_openers")
 # Feelings and virtues that are first names too: a noun before "is" as often as a name.
-_ABSTRACT = _set(
-    "hope joy faith grace charity patience mercy honor honour glory love destiny liberty "
-    "harmony will sunny storm summer autumn dawn may june april august"
-)
+_ABSTRACT = word_set("cues_abstract")
 # Things that are first names too, and are or have things as often ("rose is my favourite").
-_THINGS = _set(
-    "rose lily daisy holly ivy heather iris violet poppy jasmine pearl ruby amber crystal "
-    "jade hazel olive ginger sandy rusty bill mark frank grant penny jack chase pat rob"
-)
+_THINGS = word_set("cues_things")
 # A second word of a job ("the health visitor joy", "the dinner lady pat").
 _AFTER_JOB = _set("and said came is was has had")  # "the nurse grace came", not "the nurse is"
-_JOB_TAILS = _set(
-    "visitor lady man woman worker assistant nurse teacher officer reverend rev vicar minister"
-)
+_JOB_TAILS = word_set("cues_job_tails")
 # Words that make "W the dog" a verb on an animal ("feed the dog").
-_NOT_BEFORE_PET = _set(
-    "i we you they he she to will would can could did do does don't didn't let lets "
-    "feed fed walk walked walking brush wash bath took take help helped chase chased "
-    "stroke stroked"
-)
-_VERB_NAMES = _set("chase pat rob sue mark bill grant drew hunt jack carol mow")  # "pat the dog"
+_NOT_BEFORE_PET = word_set("cues_not_before_pet")
+_VERB_NAMES = word_set("cues_verb_names")  # "pat the dog"
 _POSSESSIVE = re.compile(r"([a-z][a-z-]*)'s$")
-_TITLES = _set("doctor dr nurse reverend rev pastor father sister brother auntie uncle")
+_TITLES = word_set("cues_titles")
 _AGED = _set("is was turns turned turning")
 _LITTLE = _set("little wee baby young big")  # "little joy is six and"
 # What a person has that a story gives ("bills number is", "franks email is").
 _HAS = _set("email e-mail number mobile phone address birthday")
 # Subjects that are a number without being anyone ("the score is three and")
-_NOT_AGED = _set(
-    "it that this there which what time score total answer number cost price rate fee "
-    "temperature result count weight height size clock alarm bus train flight kickoff one two"
-)
+_NOT_AGED = word_set("cues_not_aged")
 # an age after "is" or "turns": a number, then the end, "and" or a time ("now", "on ...")
 _AGE_NEXT = re.compile(
     rf"\s+(?:{AGE_NUMBER})(?=\s*$|\s+(?:and|now|today|next|this|on|in|at|soon)\b)"

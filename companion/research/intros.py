@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import re
 
+from companion.research.words import alternation, word_set
+
 # Words that end an introduced name ("my name is zelda and I ..."): a recogniser writes no
 # capitals, so a second word after "my name is" counts as a surname unless it is one of these.
-GLUE = (
-    "and|but|so|or|i|i'm|is|was|by|the|to|from|in|at|of|too|as|if|now|then|though|"
-    "actually|really|just|not|my|we|you|he|she|it|that|this|here|there|please|thanks|with|"
-    "speaking|again|for|on|after|since|like|though|when|but|because|well|okay|ok|dear|love"
-)
-GLUE_WORDS = frozenset(GLUE.split("|"))
+GLUE = alternation("glue")
+GLUE_WORDS = word_set("glue")
 NAME_IS = r"(?:first |last |sur|family |full |maiden |married |middle |christian |given )?name"
 # One name word, a word that is not glue, and a name of one word or two (the second not glue).
 _WORD = r"(?i:[a-z][\w'-]+)"

@@ -15,6 +15,7 @@ from dataclasses import replace
 from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span, tag
+from companion.research.words import word_set
 
 # "the isle of mull", "the vale of glamorgan": the kind, then "of", then the name.
 _KIND_OF = re.compile(
@@ -59,23 +60,11 @@ _BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")
 
 # Words that make a kind ordinary rather than a name ("the local hospital", "the train
 # station", "primary school"): checked on every name word.
-_MODIFIERS = _words(
-    "local new old nearest nearby main big little small general same other whole private "
-    "children's kids women's maternity mental community village town city's primary "
-    "secondary high grammar boarding nursery sunday night medical dental police fire petrol "
-    "bus train railway coach tube underground car theme water amusement leisure shopping "
-    "garden health sports swimming football bridal honeymoon hotel first last next "
-    # days, months and feasts are capitalised, so no "English word", yet name no place
-    "monday tuesday wednesday thursday friday saturday sunday january february march april "
-    "may june july august september october november december christmas easter xmas"
-)
+_MODIFIERS = word_set("landmarks_modifiers")
 # "at city hospital", "to central station": bare, after a preposition, a kind with a name
 # part of ordinary words is still a proper name ("at the city hospital" stays).
-_BARE_CUES = _words("at in to from near outside into by up round around through across past")
-_BARE_HEADS = _words(
-    "airport hospital infirmary hospice baths temple quarter suite stadium academy park hill "
-    "bay hall"
-)
+_BARE_CUES = word_set("landmarks_bare_cues")
+_BARE_HEADS = word_set("landmarks_bare_heads")
 _TITLED = _words("st saint royal queen king prince princess")
 _QUARTER = re.compile(r"\b(?i:the)\s+(?i:north|south|east|west)\s+(?i:end)\b(?!\s+of\b)")
 
@@ -97,11 +86,7 @@ _VENUE = re.compile(
     r"(?<=[a-z,] )(?:at|to|from|outside|near|into|round|opposite|behind|under|for|of) the "
     r"([A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?)\b"
 )
-_NOT_VENUES = _MODIFIERS | _words(
-    "queen king lord army navy police government internet bible "
-    "devil sun moon earth lottery olympics year month week day "
-    "world universe"
-)
+_NOT_VENUES = _MODIFIERS | word_set("landmarks_not_venues")
 
 
 # "a do at the farmers arms", "dinner at the white hart": a pub by its sign, typed or said.

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from companion.research.words import alternation
+
 _DIGIT = r"(?:zero|oh|o|nought|one|two|three|four|five|six|seven|eight|nine|double|triple)"
 _TEEN = r"(?:ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
 _TENS = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
@@ -22,10 +24,7 @@ _ORDINAL = (
 # "fortieth", "ninetieth": the tens' ordinals are not the tens with "ieth" ("fortyieth").
 _TENTHS = r"(?:twentieth|thirtieth|fortieth|fiftieth|sixtieth|seventieth|eightieth|ninetieth)"
 _ORD_DIGITS = r"(?:\d{1,2}(?:st|nd|rd|th))"
-_MONTH = (
-    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
-    r"december|jan|feb|sept|aug|oct|nov|dec)"  # "the ninth of feb": said short too
-)
+_MONTH = f"(?:{alternation('months', 'month_abbreviations_said')})"  # "the ninth of feb"
 # "nineteen eighty two", "two thousand and five", "twenty twenty three"
 _YEAR = (
     rf"(?:(?:nineteen|twenty)[\s-](?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|hundred|oh[\s-]{_UNIT})"
@@ -51,13 +50,10 @@ SPOKEN_ID = re.compile(
 _WORD = r"[a-z0-9][a-z0-9_-]*"
 # A local part said as several words ("z haverford forty at ..."): up to four words back
 # from "at", not the words that introduce it ("my email is", "it's").
-_INTRO = r"(?:is|it's|its|me|email|e-mail|mail|address|at|on|to|was|my|his|her|the|and|or|it)"
+_INTRO = f"(?:{alternation('email_intro')})"
 _LOCAL = rf"(?!{_INTRO}\b){_WORD}"
 _JOIN = r"(?:dot|underscore|dash|hyphen|plus)"
-_PROVIDERS = (
-    r"gmail|googlemail|hotmail|yahoo|outlook|btinternet|aol|icloud|talktalk|protonmail|"
-    r"ntlworld|blueyonder|tiscali"
-)
+_PROVIDERS = alternation("email_providers")
 SPOKEN_EMAIL = re.compile(
     rf"(?<![\w']){_LOCAL}(?:\s+{_JOIN}\s+{_WORD}|\s+{_LOCAL}){{0,4}}\s+(?:at|@)\s+"
     rf"(?:{_WORD}(?:\s+(?:(?:dash|hyphen)\s+)?{_WORD}){{0,4}}"
@@ -134,10 +130,7 @@ APPOSED_AGE = re.compile(
 
 # "twenty two hawthorn drive", "on cherry tree avenue": a street said, with or without its
 # number; the words between are not function words ("five miles up the hill" stays).
-_STREET = (
-    r"(?:street|road|avenue|lane|drive|close|crescent|grove|terrace|gardens|way|place|court|"
-    r"row|mews|square|walk|parade|rise|view|hill|brae|wynd|vennel|heights|meadows)"
-)
+_STREET = f"(?:{alternation('street_kinds', 'street_kinds_said_only')})"
 _FUNCTION = (
     r"(?:the|a|an|my|our|his|her|their|your|this|that|of|and|or|to|in|on|at|up|down|by|for|"
     r"with|from|into|all|some|more|i|we|you|he|she|they|it|was|is|were|are|minutes?|miles?|"

@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "8e00f540a13f4b2aef9220b43fc17e8e5788d42579f3175aeff0013b12516af0"
+SHA256 = "56b53051299bdf1b380bfc0887df31692e1e8a5e62028e88fabab0e8120d782e"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
@@ -34,6 +34,10 @@ WORDS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in data()["lists"].ite
 THRESHOLDS: dict[str, float] = {
     k: v for k, v in data()["thresholds"].items() if not k.startswith("_")
 }
+
+
+# The one word tokenizer of every rule: letters, apostrophes and hyphens.
+TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 
 def alternation(*names: str, title: bool = False) -> str:
