@@ -200,13 +200,6 @@ def widen(
         return (w in gaz.people and w not in _PERSON_CUES and w not in _NOT_PROPER
                 and len(w) > 2 and (nxt in _AFTER_SURNAME or i + 1 == len(words)))  # fmt: skip
 
-    if lower:  # "maureen and I", "me and jean-claude" (the latter is a truecase cue)
-        for i in range(len(words) - 2):
-            w = _base(words[i].group(0))
-            if (words[i + 1].group(0) == "and" and words[i + 2].group(0) in ("i", "I")
-                    and not common(w) and w not in _NOT_PROPER and len(w) > 2):  # fmt: skip
-                end = words[i].start() + len(w)
-                spans = [*spans, Span(words[i].start(), end, "PERSON", "and_i")]
     if lower:  # "siobhan and declan", "ranjit and gurpreet": names joined by "and"
         spans = spans + tag("joined", _joined(words, spans, unknown))
     out = []

@@ -10,13 +10,11 @@ rule needs both sides, so one ordinary word alone never makes a name.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
-from companion.research.spoken import AGE_NUMBER, NOT_AN_AGE
-from companion.research.words import THRESHOLDS, TOKEN, word_set
+from companion.research.words import TOKEN, word_set
 
 
 def _set(words: str) -> frozenset[str]:
@@ -218,69 +216,3 @@ def _possessive_name(token: str, prev: str, gaz: Gazetteer, common: Callable[[st
             and word not in RELATIONS and word not in STOP)  # fmt: skip
 
 
-# "my husband was seventy", "my granddaughter poppy is twelve": a relative's age.
-RELATIVE_AGE = re.compile(
-    r"\b(?i:my|our|his|her|their)\s+(?i:late\s+|little\s+|eldest\s+|youngest\s+|baby\s+)?"
-    rf"(?i:{'|'.join(sorted(RELATIONS - {'law', 'ex'}))})s?(?:\s+[A-Za-z][\w'-]*)?"
-    rf"(?:\s+(?i:was|is|are|were|turned|turns|will be|just turned)|\s*(?i:'s|'ll be|'re))\s+"
-    rf"((?i:{AGE_NUMBER}))\b{NOT_AN_AGE}"
-)
-
-
-# "rory our boy is three", "jasper our old collie", "Rory, our boy, ...": a name said and then
-# explained by who they are to the speaker.
-_KIN = RELATIONS | PETS | _set("boy girl lad lass baby eldest youngest wee bairn")
-_KIN_ADJ = word_set("context_kin_adj")
-_APPOSED = re.compile(
-    r"\b([A-Z][a-z][\w'-]*),?\s+(?:our|my|his|her|their)\s+"
-    r"(?:(?:old|little|eldest|youngest|wee|new|baby|big|best|oldest|dear|late)\s+)?([a-z]+)\b"
-)
-
-
-_CALENDAR = word_set("context_calendar")
-
-
-def apposed_names(
-    text: str, gaz: Gazetteer, common: Callable[[str], bool], freq: dict[str, float]
-) -> list[Span]:
-    """A name right before "our boy", "my old collie": no English word, or a census first
-    name rare as an English word (Zipf < 4: "rory", "jasper"; not "mad", "ring"), and no
-    word of our own sentences ("miss my dog", "love our cat" stay); typed, capitalised."""
-    spans = []
-
-    def name(word: str) -> bool:
-        if word in STOP | _ABSTRACT | _KIN | _NEVER | _CALENDAR or len(word) < 3:
-            return False
-        rare_first = word in gaz.first and freq.get(word, 0.0) < THRESHOLDS["apposed_first_zipf"]
-        return not common(word) and (rare_first or not gaz.is_ordinary(word))
-
-    if any(c.isupper() for c in text):
-        for m in _APPOSED.finditer(text):
-            if m.group(2) in _KIN and name(m.group(1).lower()):
-                label = "PET" if m.group(2) in PETS else "PERSON"
-                spans.append(Span(m.start(1), m.end(1), label))
-        return spans
-    words = list(_WORD.finditer(text))
-    raw = [m.group(0) for m in words]
-    for i, m in enumerate(words[:-2]):
-        word = raw[i]
-        j = i + 2 + (raw[i + 2] in _KIN_ADJ and i + 3 < len(raw))
-        if raw[i + 1] in ("our", "my") and raw[j] in _KIN and name(word):
-            spans.append(Span(m.start(), m.end(), "PET" if raw[j] in PETS else "PERSON"))
-        elif _related(raw, i) and word not in STOP | _KIN | _NEVER | _CALENDAR and len(word) > 2:
-            spans.append(Span(m.start(), m.end(), "PERSON"))
-    return spans
-
-
-def _related(raw: list[str], i: int) -> bool:
-    """ "summer is my best friend", "joy and her husband came": a word said to be someone's
-    relation, or joined to their partner, is a person whatever else the word means."""
-    rest = raw[i + 1 : i + 5]
-    if rest[:2] in (["is", "my"], ["is", "our"], ["was", "my"], ["was", "our"]):
-        k = 2 + (len(rest) > 3 and rest[2] in _KIN_ADJ)
-        return len(rest) > k and rest[k] in RELATIONS
-    return (len(rest) > 2 and rest[0] == "and" and rest[1] in ("her", "his")
-            and rest[2] in _PARTNERS)  # fmt: skip
-
-
-_PARTNERS = _set("husband wife partner fiance fiancee boyfriend girlfriend fella kids children")

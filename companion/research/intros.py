@@ -1,7 +1,7 @@
-"""How people give a name: their own ("my surname is haverford", "it's zelda here",
-"zelda speaking", "call me zed") and anyone's ("our cat's name is misty"). Case-insensitive
-patterns whose group 1 (or, for `CALLER`, 1 or 2) is the name; `deidentify` decides which
-words count as names and remembers the participant's own.
+"""How people give a name, their own above all ("my surname is ...", "it's ... here",
+"... speaking", "call me ..."). Case-insensitive patterns whose group 1 (or, for `CALLER`,
+1 or 2) is the name; `deidentify` decides which words count as names and remembers the
+participant's own.
 """
 
 from __future__ import annotations
@@ -35,11 +35,6 @@ OWN_NAME = re.compile(
 )
 # A word spelled out letter by letter ("h a v e r f o r d"): a name or an address.
 SPELLED = re.compile(r"(?<![\w'])(?:[a-z]\s+){3,}[a-z]\b", re.IGNORECASE)
-# "our cat's name is misty", "her name was edna": anyone's name given.
-NAME_GIVEN = re.compile(
-    r"\b(?i:(?:his|her|their|its|our|your)|[a-z]+'s)\s+(?i:name)\s+(?i:is|was|'s)\s+"
-    rf"{_NOT_GLUE}({_NAME})"
-)
 # "it's zelda here", "zelda haverford speaking", "this is zelda again": a caller's name.
 CALLER = re.compile(
     rf"\b(?i:it's|its|it is|this is)\s+({_NOT_GLUE}{_NAME})\s+(?i:here|speaking|calling)\b"

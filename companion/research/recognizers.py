@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from companion.research import context, intros, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, typed_names
-from companion.research.context import RELATIONS, RELATIVE_AGE, apposed_names, context_names
+from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
-from companion.research.ids import GROUPED_ID, ID, PLATE, REFERENCE, SORT_CODE
+from companion.research.ids import GROUPED_ID, ID, PLATE, SORT_CODE
 from companion.research.ner import Span, tag
 from companion.research.words import THRESHOLDS, alternation, data, ordinary, word_set
 
@@ -49,18 +49,9 @@ PHONE = re.compile(
     r"|(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]{0,3}){2,4}\d{2,4})(?![\w])"
 )
 NAMED_STREET = re.compile(rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STREETS_TITLED})\b")
-ADDRESS = re.compile(
-    rf"\b\d{{1,5}}[a-z]?,?\s+(?:[A-Za-z][\w'-]*\s+){{1,4}}(?:{_STREETS})\b", re.IGNORECASE
-)
-# A flat's number or a tenement's floor and door ("Flat 2/1"), also before the house number.
-FLAT = re.compile(
-    r"\b(?i:flat|apartment|apt|unit)\.?\s+\d{1,3}(?:\s?/\s?\d{1,2})?[A-Za-z]?\b"
-    rf"|\b\d{{1,2}}/\d{{1,2}},?(?=\s+\d{{1,5}}[a-z]?,?\s+(?:[A-Z][\w'-]+\s+){{1,3}}"
-    rf"(?:{_STREETS_TITLED})\b)"
-)
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
+DATE_NAMES = ("date_slashed", "date_day_month", "date_month_day")
 DATES = [
-    re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b"),
     re.compile(r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b"),
     re.compile(rf"\b{_ORD}\s+(?:of\s+)?(?:{_MONTHS})\b\.?(?:,?\s+\d{{4}})?", re.IGNORECASE),
     re.compile(rf"\b(?:{_MONTHS})\.?\s+(?:the\s+)?{_ORD}\b(?:,?\s+\d{{4}})?", re.IGNORECASE),
@@ -71,10 +62,6 @@ _TITLED = re.compile(rf"\b(?i:{alternation('titles')})\.?\s+([A-Z][\w'-]+(?:\s+[
 _CONTACT = re.compile(
     rf"\b(?i:{alternation('contact_verbs')})\s+"
     rf"(?!(?:{NOT_NAMES})\b)([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
-)
-_SUBJECT = re.compile(
-    rf"(?:^|[.!?]\s+)(?!(?:{NOT_NAMES})\b)([A-Z][\w'-]+)\s+"
-    rf"(?:{alternation('subject_verbs')})\b"
 )
 # A capitalised word after a relation is a name (case-sensitive: "my friend said" stays).
 _RELATED = re.compile(
@@ -147,16 +134,6 @@ def _phone(t: Text) -> list[Span]:
     least = THRESHOLDS["phone_digits"]
     return [Span(m.start(), m.end(), "PHONE") for m in PHONE.finditer(t.text)
             if sum(c.isdigit() for c in m.group(0)) >= least]  # fmt: skip
-
-
-def _own_name(t: Text) -> list[Span]:
-    return [Span(m.start(g), m.end(g), "PERSON") for m in intros.OWN_NAME.finditer(t.text)
-            for g in [1 if m.group(1) else 2]]  # fmt: skip
-
-
-def _named_age(t: Text) -> list[Span]:
-    return [Span(m.start(2), m.end(2), "AGE") for m in spoken.NAMED_AGE.finditer(t.text)
-            if not re.fullmatch(NOT_NAMES, m.group(1))]  # fmt: skip
 
 
 def _rare_name(word: str, t: Text) -> bool:
@@ -271,25 +248,18 @@ NAME_RULES: tuple[Recognizer, ...] = (
     R("introduced", "PERSON", (intros.INTRODUCED,), 1),
     R("related", "PERSON", (_RELATED,), 1, words=("relations",)),
     R("contact", "PERSON", (_CONTACT,), 1, words=("contact_verbs", "not_names")),
-    R("subject", "PERSON", (_SUBJECT,), 1, words=("subject_verbs", "not_names")),
-    R("name_given", "PERSON", (intros.NAME_GIVEN,), 1),
-    R("own_name", "PERSON", find=_own_name),
     R("spelled", "PERSON", (intros.SPELLED,)),
-    R("named_age", "AGE", find=_named_age),
     R("caller", "PERSON", find=_caller),
     R("nickname", "PERSON", find=_nickname),
     R("pet", "PET", (_PET,), 1, words=("pet_kinds",)),
 )
 TEXT: tuple[Recognizer, ...] = (
     R("email", "EMAIL", (EMAIL,)),
-    R("address", "ADDRESS", (ADDRESS,), words=_STREET_LISTS),
     R("postcode", "ADDRESS", (POSTCODE,)),
-    R("flat", "ADDRESS", (FLAT,)),
     R("named_street", "ADDRESS", (NAMED_STREET,), words=_STREET_LISTS),
-    *(R(f"date_{i}", "DATE", (p,)) for i, p in enumerate(DATES)),
+    *(R(n, "DATE", (p,)) for n, p in zip(DATE_NAMES, DATES, strict=True)),
     R("id", "ID", (ID,)),
     R("grouped_id", "ID", (GROUPED_ID,)),
-    R("reference", "ID", (REFERENCE,)),
     R("plate", "ID", (PLATE,)),
     R("sort_code", "ID", (SORT_CODE,)),
     R("year", "DATE", (YEAR,), words=("feast_days",)),
@@ -301,7 +271,6 @@ TEXT: tuple[Recognizer, ...] = (
     R("lost_dots", "EMAIL", (LOST_DOTS,), case="lower", words=("email_endings",)),
     R("birthday_name", "PERSON", find=_birthday),
     *(R(name, label, (p,), 1) for name, label, p in spoken.GROUPED),
-    R("relative_age", "AGE", (RELATIVE_AGE,), 1),
     R("name_is_age", "AGE", find=_name_is_age),
     R("age_marked", "AGE", find=_age_marked),
     R("number_run", "ID", find=_number_run),
@@ -321,7 +290,6 @@ GAZETTEER: tuple[Recognizer, ...] = (
     R("pet_name", "PET", find=_g(pet_names), stage="gazetteer", case="lower"),
     R("context_name", "PERSON", find=_g(context_names, "common"), stage="gazetteer", case="lower"),
     R("place_phrase", "PLACE", find=_g(place_phrases), stage="gazetteer", case="lower"),
-    R("apposed_name", "PERSON", find=_g(apposed_names, "common", "freq"), stage="gazetteer"),
     R(
         "unknown_name",
         "PERSON",
@@ -333,7 +301,6 @@ GAZETTEER: tuple[Recognizer, ...] = (
 # Run by the Redactor after the others (they read every span found): named for the manifest.
 AFTER: tuple[Recognizer, ...] = (
     R("ner", "PERSON", stage="after"),
-    R("and_i", "PERSON", stage="after", case="lower"),
     R("joined", "PERSON", stage="after", case="lower"),
     R("landmarks", "PLACE", stage="after"),
     R("spelled_name", "PERSON", stage="after", case="lower"),

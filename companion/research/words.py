@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "56b53051299bdf1b380bfc0887df31692e1e8a5e62028e88fabab0e8120d782e"
+SHA256 = "50ff2c5b23a846b405f99c15a7c585222d4ffb7736178ac964e8894b3b7a24dc"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
