@@ -115,13 +115,13 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
 
 
 def _from_before(found: list[re.Match[str]], i: int) -> bool:
-    """ "from fishguard to rosslare": a journey's end after its start."""
+    """ "from holyhead to dun laoghaire": a journey's end after its start."""
     return any(m.group(0) == "from" for m in found[max(0, i - 4) : i - 1])
 
 
 def _plain_place(found: list[re.Match[str]], i: int, gaz: Gazetteer) -> bool:
     """A GeoNames place that is also an English word, after "in"/"from"/"near" (or "to"
-    after a journey) and at a clause's end: "in bath", "moved to hope in derbyshire"."""
+    after a journey) and at a clause's end: "in bath", "moved to bath in somerset"."""
     word = found[i].group(0)
     prev = found[i - 1].group(0) if i else ""
     prev2 = found[i - 2].group(0) if i > 1 else ""
@@ -136,7 +136,7 @@ def _plain_place(found: list[re.Match[str]], i: int, gaz: Gazetteer) -> bool:
 
 # After "our dog": words that are not its name (verbs and function words a story puts there).
 _NOT_PET_NAMES = word_set("casing_not_pet_names")
-# "we had snowball the rabbit", "they got biscuit the dog": having, losing or naming a pet
+# "we had sooty the rabbit", "they got biscuit the dog": having, losing or naming a pet
 # before its name and its kind.
 _HAVING = word_set("casing_having")
 _PAST = word_set("casing_past")
@@ -164,7 +164,7 @@ def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
             nxt = words[i + 2]
         word = _base(nxt.group(0))
         after = text[nxt.end() :].split(maxsplit=1)
-        # "the hamster nibbles escaped": a verb right after shows the -s word is its name
+        # "the hamster crumbs escaped": a verb right after shows the -s word is its name
         named = bool(after) and (after[0].endswith("ed") or after[0] in _PAST)
         if (
             word not in _NOT_PET_NAMES
@@ -208,7 +208,7 @@ def widen(
         if span.label in ("PERSON", "PET") and (t := _TITLES.search(text[:start])):
             start = t.start()
         elif span.label == "PERSON" and (t := _BARE_RELATION.search(text[:start])):
-            start = t.start(1)  # "a card from cousin Ingrid": the relation used as a title
+            start = t.start(1)  # "a card from cousin Astrid": the relation used as a title
         if lower and span.label == "PLACE":  # "new [york]", "north [berwick]"
             before = [m for m in words if m.end() <= start]
             if before and before[-1].group(0) in _PLACE_PREFIX:
@@ -288,7 +288,7 @@ def place_phrases(text: str, gaz: Gazetteer) -> list[Span]:
                 any(not gaz.is_ordinary(w) for w in group)
                 or _after_cue([m.group(0) for m in words[max(0, i - 2) : i]])
                 and (" ".join(group) in UK_AREAS or words[i - 1].group(0) != "the")
-            ):  # "up to the lake district", not "to the mountain top"
+            ):  # "up to the peak district", not "to the mountain top"
                 spans.append(Span(words[i].start(), words[i + n - 1].end(), "PLACE"))
                 break
     return spans

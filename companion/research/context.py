@@ -3,8 +3,8 @@
 `casing` capitalises the words the gazetteer knows as names; these rules find names whose
 word is also ordinary English ("precious", "piers", "toffee") or unknown to every list, by
 what a story says around them: a word between a relation and what that person does ("my
-husband piers lives"), a word after "is called" ("the dog is called toffee"), a known or
-unknown first name opening a sentence before "from the" ("benedict from the choir"). Each
+husband piers lives"), a word after "is called" ("the dog is called fudge"), a known or
+unknown first name opening a sentence before "from the" ("ambrose from the choir"). Each
 rule needs both sides, so one ordinary word alone never makes a name.
 """
 
@@ -26,14 +26,14 @@ _WORD = TOKEN
 STOP = word_set("context_stop")
 _POSSESSIVE = _set("my our his her their your")
 RELATIONS = word_set("context_relations")
-# People known by their job, who come into a story with their name ("the physio kwame says",
+# People known by their job, who come into a story with their name ("the physio kofi says",
 # "frank the milkman").
 ROLES = word_set("context_roles")
 # What a person named as a sentence's subject does next ("my husband piers lives in ...").
 _DOES = word_set("context_does")
 # What only a person does, for a word with no relation before it ("and olga rang").
 _SAYS = word_set("context_says")
-# ... and what may follow a name that is not a verb ("benedict from the choir", "olga who").
+# ... and what may follow a name that is not a verb ("ambrose from the choir", "olga who").
 _AFTER_NAME = _set("and who from at")
 # A first name that is also a word ("dawn", "frank", "violet") is a name between these:
 # someone you are with, talk to, give to, and what follows a person in a clause.
@@ -96,7 +96,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         elif prev == "named" or (prev == "called" and (
                 prev2 in ("is", "was", "were", "are", "be", "been") or prev2.endswith("'s")
                 or prev2 not in STOP and prev2 not in _PRONOUNS)):  # fmt: skip
-            # "the dog is called toffee", "a town called tavira": naming, not phoning
+            # "the dog is called fudge", "a town called tavira": naming, not phoning
             label = "PET" if any(w in _PETS for w in raw[max(0, i - 5) : i]) else gaz.label(word)
             if word in _TITLES and nxt:  # "called mr whiskers"
                 end = words[i + 1].start() + len(_base(nxt))
@@ -107,7 +107,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and (word not in _DOES or word in gaz.first and nxt in _ACTS | _BE)  # "will is"
             and not (gaz.is_ordinary(word) and word.endswith(("ed", "ing")))
         ):
-            label = "PERSON"  # "my daughter in law precious is from", "our boy tyrone plays"
+            label = "PERSON"  # "my daughter in law blessing is from", "our boy dwayne plays"
         elif (
             (not prev or prev in ("and", "with", "remember", "of", "about", "see", "saw"))
             and nxt in _NEXT_TO_NAME
@@ -118,7 +118,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
                  and word not in _ABSTRACT)  # "carol came round"  # fmt: skip
             and len(word) > 2
         ):
-            label = "PERSON"  # "benedict from the choir sings", "and olga who lives"
+            label = "PERSON"  # "ambrose from the choir sings", "and olga who lives"
         elif (
             prev in ("", "and", "with", "to")
             and nxt == "next"
@@ -145,7 +145,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and i + 2 < len(raw)
             and raw[i + 2] in ("from", "who")
         ):
-            label = "PERSON"  # "victor shepherd from the british legion"
+            label = "PERSON"  # "cyril mason from the bowls club"
             end = words[i + 1].end()
         elif (
             not prev
@@ -155,7 +155,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and word in gaz.people
             and len(word) > 2
         ):
-            label = "PERSON"  # "frank the milkman used to"
+            label = "PERSON"  # "stan the postman used to"
         elif (
             word in gaz.first
             and len(word) > 2

@@ -5,10 +5,10 @@ what only a person or a pet does around them, in typed text or a recogniser's.
 these rules read what English grammar rules out for the ordinary word:
 - "will says", "will overslept": the modal is never followed by a verb that is already
   finite;
-- "amber smiled at me", "miles fell off": a first name opening a clause and then an act only
+- "ruby smiled at me", "miles fell off": a first name opening a clause and then an act only
   a person does (words that are feelings or virtues, "hope" and "joy", only before a word
   of speech or contact: "hope is everything" stays);
-- "the carer hope painted", "the health visitor joy came": a job, then the name;
+- "the carer grace sang", "the health visitor faith came": a job, then the name;
 - "will's mum", "hope's husband": a first name owning a relation;
 - "hunter the lurcher", "toby the cat": a name, "the", then an animal.
 Each rule needs the word to be a census first name (or no English word), and a cue on
@@ -44,7 +44,7 @@ _OPENERS = word_set("cues_openers")
 _ABSTRACT = word_set("cues_abstract")
 # Things that are first names too, and are or have things as often ("rose is my favourite").
 _THINGS = word_set("cues_things")
-# A second word of a job ("the health visitor joy", "the dinner lady pat").
+# A second word of a job ("the health visitor faith", "the dinner lady pat").
 _AFTER_JOB = _set("and said came is was has had")  # "the nurse grace came", not "the nurse is"
 _JOB_TAILS = word_set("cues_job_tails")
 # Words that make "W the dog" a verb on an animal ("feed the dog").
@@ -53,7 +53,7 @@ _VERB_NAMES = word_set("cues_verb_names")  # "pat the dog"
 _POSSESSIVE = re.compile(r"([a-z][a-z-]*)'s$")
 _TITLES = word_set("cues_titles")
 _AGED = _set("is was turns turned turning")
-_LITTLE = _set("little wee baby young big")  # "little joy is six and"
+_LITTLE = _set("little wee baby young big")  # "little faith is five and"
 # What a person has that a story gives ("bills number is", "franks email is").
 _HAS = _set("email e-mail number mobile phone address birthday")
 # Subjects that are a number without being anyone ("the score is three and")
@@ -65,12 +65,12 @@ _AGE_NEXT = re.compile(
 _STOP = re.compile(r"[.!?;:|]\s*$")  # "|" joins the replies of one answer in an export
 _BARE_INITIALS = re.compile(r"(?<![\w'])([b-hj-z]\s+(?:[a-z]\s+){0,2})([a-z][\w'-]{2,})\b")
 _OWNER = _set("my our the his her their")
-_PAST = re.compile(r"[a-z]{2,}(?<!e)ed")  # "will washed the cab" (not "will need", "will feed")
+_PAST = re.compile(r"[a-z]{2,}(?<!e)ed")  # "will cleaned the van" (not "will need", "will feed")
 # A capitalised word with a letter English spells without ("Siobhán", "Nygårdsgaten").
 _ACCENTED = re.compile(r"\b[A-ZÀ-ÖØ-Þ][\w'-]*[À-ÖØ-öø-ÿ][\w'-]*|\b[À-ÖØ-Þ][\w'-]+")
 _PLACE_CUE = re.compile(r"\b(?:in|at|from|to|near|of)\s+$")
 _ANIMALS = PETS | _set("bitch tup ewe ram sheepdog mare gelding stallion bird")
-# "mr c a beckford", "Mrs J. Okafor": a title, initials, a surname.
+# "mr d j hollins", "Mrs J. Okafor": a title, initials, a surname.
 _INITIALS = re.compile(
     r"\b(?i:mr|mrs|ms|miss|mister|missus|dr|doctor)\.?\s+((?:(?![ai]\b)[a-z]|[A-Z])\.?"
     r"(?:\s+[A-Za-z]\.?){0,2}\s+[A-Za-z][\w'-]{2,})"
@@ -78,10 +78,10 @@ _INITIALS = re.compile(
 
 
 def _aged(view: str, raw: list[str], words: list[re.Match[str]], i: int) -> bool:
-    """raw[i] is followed by an age: "is three and", "turns four on", "will be twelve on"."""
+    """raw[i] is followed by an age: "is three and", "turns four on", "will be ten on"."""
     if raw[i + 1 : i + 3] == ["will", "be"]:
         return bool(_AGE_NEXT.match(view, words[i + 2].end()))
-    if raw[i + 1 : i + 4] == ["would", "have", "been"]:  # "tot would have been seventy two"
+    if raw[i + 1 : i + 4] == ["would", "have", "been"]:  # "bunty would have been eighty"
         return bool(_AGE_NEXT.match(view, words[i + 3].end()))
     return raw[i + 1 : i + 2] != [] and raw[i + 1] in _AGED and bool(
         _AGE_NEXT.match(view, words[i + 1].end()))  # fmt: skip
@@ -119,35 +119,35 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
         elif word == "will" and opens and (nxt in _ACTS or nxt in _BE or _PAST.fullmatch(nxt)
                                            or nxt == "from" and any(
                 w in _ACTS for w in raw[i + 2 : i + 6])):  # fmt: skip
-            label = "PERSON"  # "will says", "and will is waiting", "will from over the road"
+            label = "PERSON"  # "will says", "and will is outside", "will from next door"
         elif word in STOP or word in RELATIONS or len(word) < 3 or word in _NOT_AGED:
             pass
         elif (opens or prev in _LITTLE) and _aged(view, raw, words, i):
-            label = "PERSON"  # "hope is three and she sang", "gruff turns four on the 23rd"
+            label = "PERSON"  # "hope is four and she danced", "gruff turns four on the 23rd"
         elif opens and nxt in _BE and raw[i + 2 : i + 3] and raw[i + 2] in _OWNER and any(
                 w in _ANIMALS for w in raw[i + 3 : i + 6]):  # fmt: skip
-            label = "PET"  # "moss is my young dog", "fly is the old bitch who"
+            label = "PET"  # "flint is my young dog", "nell is the old collie who"
         elif word not in gaz.first and freq.get(word, 0.0) >= RARE_ZIPF:
             pass  # neither a first name nor a word too rare to be anything but a name here
         elif _surname(nxt, gaz) and opens:
-            label = "PERSON"  # "hope nguyen and tolu are doing work experience"
+            label = "PERSON"  # "hope tran and femi started at the school"
             end = words[i + 1].end()
         elif prev in _TITLES and prev2 not in ("the", "a") and raw[i + 1 : i + 2] != ["christmas"]:
             label = "PERSON"  # "doctor dawn sent me for an x-ray"
         elif opens and nxt in _does(word):
-            label = "PERSON"  # "amber smiled at me", "because miles has done his wrist"
+            label = "PERSON"  # "ruby smiled at me", "because miles has hurt his knee"
         elif opens and nxt in ("at", "on", "from") and any(
                 w in _does(word) for w in raw[i + 2 : i + 6]):  # fmt: skip
-            label = "PERSON"  # "penny at nursery says", "dawn on the radio says"
+            label = "PERSON"  # "penny at school says", "dawn on the telly says"
         elif (prev in ROLES or prev in _JOB_TAILS) and prev2 in ("the", "our", "my", "health") \
                 and nxt not in STOP - _AFTER_JOB:  # fmt: skip
-            label = "PERSON"  # "the carer hope painted", "the health visitor joy came"
+            label = "PERSON"  # "the carer grace sang", "the health visitor faith came"
         elif nxt == "the" and raw[i + 2 : i + 3] and raw[i + 2] in PETS \
                 and prev not in _NOT_BEFORE_PET and word not in _VERB_NAMES:  # fmt: skip
-            label = "PET"  # "we still talk about hunter the lurcher"
+            label = "PET"  # "we still talk about ranger the whippet"
         if not label and i == 0 and nxt == "the" and raw[2:3] and raw[2] in _ANIMALS | {"guinea"} \
                 and word not in _NOT_BEFORE_PET | _VERB_NAMES | STOP:  # fmt: skip
-            label = "PET"  # "biscuit the guinea pig got out": a story opening with its pet
+            label = "PET"  # "pickle the guinea pig got out": a story opening with its pet
         if label:
             spans.append(Span(m.start(), end if label == "PERSON" and end else m.end(), label))
     for i, m in enumerate(words):  # "franks email is": a recogniser drops the apostrophe

@@ -47,7 +47,7 @@ class Redactor:
     names: tuple[str, ...] = ()
     ner: Pipeline | None = None
     gazetteer: Gazetteer | None = None  # used with `ner` (both are the deidentify extra)
-    # Names the participant gave ("my surname is haverford"), redacted from then on everywhere.
+    # Names the participant gave ("my surname is pennick"), redacted from then on everywhere.
     learned: set[str] = field(default_factory=set, compare=False)
     # Short forms of the first names ("zel", "zellie" for Zelda), none an ordinary word.
     short: tuple[str, ...] = ()
@@ -76,7 +76,7 @@ class Redactor:
 
     def learn(self, texts: list[str]) -> None:
         """Remember the participant's own names in `texts`: the names they give ("my surname
-        is haverford") and the word after a name they are known by ("zelda haverford"), so
+        is pennick") and the word after a name they are known by ("zelda pennick"), so
         a surname said once is redacted in every later text too."""
         own = "|".join(re.escape(n) for n in self.names if " " not in n)
         after = re.compile(rf"\b(?i:{own})\s+([A-Za-z][\w'-]+)") if own else None
@@ -157,7 +157,7 @@ def _common(word: str) -> bool:
 
 
 def _or_names(text: str, nameish: Callable[[str], bool]) -> set[str]:
-    """The second of two names one is called by ("calls me cal or cally"): a name because
+    """The second of two names one is called by ("calls me bel or belle"): a name because
     the first is, though it may be an English word too."""
     return {m.group(2).lower() for m in intros.NICKNAME.finditer(text)
             if m.group(2) and nameish(m.group(1).lower()) and len(m.group(2)) > 2

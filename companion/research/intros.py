@@ -27,7 +27,7 @@ INTRODUCED = re.compile(
     rf"{_NOT_GLUE}({_NAME})"
 )
 # The names a participant gives as theirs, remembered for the rest of the export:
-# "my surname is haverford", "haverford is my surname", "the name's haverford".
+# "my surname is pennick", "pennick is my surname", "the name's pennick".
 OWN_NAME = re.compile(
     rf"\b(?i:my {NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) known as|the name's|i go by)\s+"
     rf"({_NAME})"
@@ -35,16 +35,16 @@ OWN_NAME = re.compile(
 )
 # A word spelled out letter by letter ("h a v e r f o r d"): a name or an address.
 SPELLED = re.compile(r"(?<![\w'])(?:[a-z]\s+){3,}[a-z]\b", re.IGNORECASE)
-# "it's zelda here", "zelda haverford speaking", "this is zelda again": a caller's name.
+# "it's zelda here", "zelda pennick speaking", "this is zelda again": a caller's name.
 CALLER = re.compile(
     rf"\b(?i:it's|its|it is|this is)\s+({_NOT_GLUE}{_NAME})\s+(?i:here|speaking|calling)\b"
     rf"|(?:^|[.,!?]\s*|\b(?i:hello|hi|hiya|morning|evening|yes|oh)\s+)"
     rf"({_NOT_GLUE}{_NAME})"
     r"\s+(?i:speaking|here)\b"
 )
-# "my husband always called me zee", "everyone calls me Zellie": a name the participant is
+# "my late wife called me zee", "everyone calls me Zellie": a name the participant is
 # known by (group 1; `deidentify` keeps it only when it is no ordinary word).
-# A second name offered with "or" ("calls me cal or cally") is one too (group 2).
+# A second name offered with "or" ("calls me bel or belle") is one too (group 2).
 NICKNAME = re.compile(
     rf"\b(?i:call(?:s|ed|ing)?\s+me|know(?:s|n)?\s+me\s+as)\s+{_NOT_GLUE}({_WORD})"
     rf"(?:,?\s+(?i:or)\s+{_NOT_GLUE}({_WORD}))?"

@@ -1,5 +1,5 @@
 """Places named by what they are: "the Isle of Mull", "the Brecon Beacons", "Loch Ness",
-"the Kennet and Avon Canal", "the Norwegian fjords", typed or as a recogniser writes them.
+"the Leeds and Liverpool Canal", "the Norwegian fjords", typed or as a recogniser writes them.
 
 GeoNames lists towns, not hills, lakes, islands or canals, yet a story about a holiday or a
 childhood names them as often. A word that says what kind of place it is ("isle of", "lake",
@@ -17,7 +17,7 @@ from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span, tag
 from companion.research.words import word_set
 
-# "the isle of mull", "the vale of glamorgan": the kind, then "of", then the name.
+# "the isle of bute", "the vale of glamorgan": the kind, then "of", then the name.
 _KIND_OF = re.compile(
     r"\b(?:the\s+)?(?i:isle|isles|island|islands|lake|loch|lough|mount|vale|forest|port|"
     r"bay|county|republic|kingdom|gulf|straits?|river|valley|city|town|village)\s+of\s+"
@@ -28,7 +28,7 @@ _KIND_NAME = re.compile(
     r"\b(?i:lake|loch|lough|mount|mt|river|glen|ben|cape|county|fort|isle|st|saint)\.?\s+"
     r"([A-Za-z][\w'-]+)"
 )
-# "the brecon beacons", "the kennet and avon canal", "the norwegian fjords": a name, then
+# "the brecon beacons", "the leeds and liverpool canal", "the norwegian fjords": a name, then
 # the kind (one or two name words, "and" between two).
 _NAME_KIND = re.compile(
     r"\b(?:(?i:the)\s+)?([A-Za-z][\w'-]+)(?:\s+(?:and|&)\s+([A-Za-z][\w'-]+))?\s+"
@@ -44,7 +44,7 @@ def _words(text: str) -> frozenset[str]:
 
 
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
-# "glasgow airport", "the Queen Elizabeth Hospital", "moseley road baths", "the Jewellery
+# "glasgow airport", "the Royal Victoria Hospital", "moseley road baths", "the Jewellery
 # Quarter": a building or district named by its kind. Said with a name part it is one
 # place in one town, so it locates the speaker as a town does.
 _HEADS = (
@@ -80,7 +80,7 @@ def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
     return not gaz.is_ordinary(base) or base in gaz.places
 
 
-# Typed: "a party at the Athena", "rugby at the Principality": a capitalised word (or two)
+# Typed: "a party at the Athena", "rugby at the Millennium": a capitalised word (or two)
 # after "at/to/from the" inside a sentence names a venue, the way a story names a pub.
 _VENUE = re.compile(
     r"(?<=[a-z,] )(?:at|to|from|outside|near|into|round|opposite|behind|under|for|of) the "
@@ -89,7 +89,7 @@ _VENUE = re.compile(
 _NOT_VENUES = _MODIFIERS | word_set("landmarks_not_venues")
 
 
-# "a do at the farmers arms", "dinner at the white hart": a pub by its sign, typed or said.
+# "a do at the miners arms", "dinner at the white hart": a pub by its sign, typed or said.
 _PUB = re.compile(
     r"\b(?i:at|to|from|outside|in|near)\s+((?i:the)\s+(?:[A-Za-z][\w'-]+\s+){0,2}"
     r"(?i:arms|inn|hart|tavern))\b"

@@ -45,7 +45,7 @@ LOST_DOTS = re.compile(
 )
 # Phone numbers: 7+ digits with optional country code and separators.
 PHONE = re.compile(
-    r"(?<![\w])(?:\+\d{1,3}(?:[\s.-]?\d{1,5}){2,5}"  # "+56 9 6123 4587"
+    r"(?<![\w])(?:\+\d{1,3}(?:[\s.-]?\d{1,5}){2,5}"  # "+56 9 5555 0100"
     r"|(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]{0,3}){2,4}\d{2,4})(?![\w])"
 )
 NAMED_STREET = re.compile(rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STREETS_TITLED})\b")
@@ -157,7 +157,7 @@ def _nickname(t: Text) -> list[Span]:
         word = m.group(1)
         if word[0].isupper() and not re.fullmatch(NOT_NAMES, word) or _rare_name(word, t):
             found.append(Span(m.start(1), m.end(1), "PERSON"))
-            if m.group(2) and m.group(2).lower() not in context.STOP:  # "cal or cally"
+            if m.group(2) and m.group(2).lower() not in context.STOP:  # "bel or belle"
                 found.append(Span(m.start(2), m.end(2), "PERSON"))
     return found
 
@@ -196,7 +196,7 @@ def _birthday(t: Text) -> list[Span]:
 
 def _name_is_age(t: Text) -> list[Span]:
     found = []
-    for m in spoken.NAME_IS_AGE.finditer(t.text):  # "pearl is sixty three and ..."
+    for m in spoken.NAME_IS_AGE.finditer(t.text):  # "mabel is seventy one and ..."
         word = m.group(1)
         if (word[0].isupper() and not re.fullmatch(NOT_NAMES, word)) or (
             word.islower() and word not in context.STOP and t.nameish and t.nameish(word)

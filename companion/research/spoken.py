@@ -32,7 +32,7 @@ _YEAR = (
 )
 
 # Six or more digit words in a row (phone numbers, ids), with "double"/"triple" counted once.
-# Letters read out around them belong to the number ("q q one two three four five six c",
+# Letters read out around them belong to the number ("a b one two three four five six d",
 # a national insurance number); "a" and "i" are words, not letters, before it.
 # Groups read as numbers count too ("oh seven seven hundred nine hundred"), and a leading
 # "plus" ("plus four four seven ...").
@@ -48,7 +48,7 @@ SPOKEN_ID = re.compile(
     rf"(?<![\w'])(?:[a-z]\s+){{2,3}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{3,}}\b", re.IGNORECASE
 )
 _WORD = r"[a-z0-9][a-z0-9_-]*"
-# A local part said as several words ("z haverford forty at ..."): up to four words back
+# A local part said as several words ("z pennick forty at ..."): up to four words back
 # from "at", not the words that introduce it ("my email is", "it's").
 _INTRO = f"(?:{alternation('email_intro')})"
 _LOCAL = rf"(?!{_INTRO}\b){_WORD}"
@@ -66,7 +66,7 @@ SPOKEN_DATES = [
     re.compile(
         rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+(?:{_YEAR}|{_TWO_DIGITS}))?\b",
         re.IGNORECASE,
-    ),  # "the eleventh of april ninety one"
+    ),  # "the second of june sixty four"
     re.compile(rf"\b{_MONTH}\s+(?:the\s+)?{_ORDINAL}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
     re.compile(rf"\b(?:(?:in|of|since)\s+)?{_MONTH}\s+{_YEAR}\b", re.IGNORECASE),
     re.compile(
@@ -111,9 +111,9 @@ SAID_AGE = re.compile(
 # "Cliff Dunmore, seventy-four, who referees": an age set off by commas after a name.
 APPOSED_AGE = re.compile(
     rf"\b[A-Z][\w'-]+\s*(?:,|\s[—–-])\s+((?i:{AGE_NUMBER})|1[01]\d),(?=\s)"
-)  # "Dot — seventy-two, a widow"
+)  # "Mabel — eighty-one, a widow"
 
-# "twenty two hawthorn drive", "on cherry tree avenue": a street said, with or without its
+# "forty one rowan close", "on chestnut avenue": a street said, with or without its
 # number; the words between are not function words ("five miles up the hill" stays).
 _STREET = f"(?:{alternation('street_kinds', 'street_kinds_said_only')})"
 _FUNCTION = (
@@ -141,14 +141,14 @@ _ON_STREET = re.compile(
     r"terrace|gardens|mews|parade|cottage|farm|lodge|manor|grange))\b",
     re.IGNORECASE,
 )
-# A postcode read out: "b twenty three five q w", "l s six two q t".
+# A postcode read out: "m fourteen two a b", "l s six two q t".
 SPOKEN_POSTCODE = re.compile(
     rf"\b(?:[a-z]\s+)?[a-z]{{1,2}}\s+(?:{_NUMBER}|{_DIGIT}(?:\s+{_DIGIT})?)\s+(?:[a-z]\s+)?"
     rf"{_DIGIT}\s+[a-z]\s+[a-z]\b",
     re.IGNORECASE,
 )
 
-# "is ninety two now", "would have been seventy five", "lived to 101", "for my 80th": ages
+# "is ninety one now", "would have been eighty one", "lived to 101", "for my 80th": ages
 # said with what marks them as ages rather than counts.
 _AGE_OR_DIGITS = rf"(?:{AGE_NUMBER}|1[01]\d)"
 AGE_MARKED = re.compile(
@@ -165,7 +165,7 @@ AGE_MARKED = re.compile(
     rf"(?!\s+(?:past|to|minutes|hundred|{_UNITS})\b)"
     rf"|(?:girl|boy|lad|lass|child|kid|man|woman|youngster|baby) of\s+({AGE_NUMBER}))\b"
 )
-# "the summer of seventy six", "christmas day nineteen ninety", "the third of the fifth",
+# "the winter of sixty three", "christmas day nineteen ninety", "the third of the fifth",
 # "on 17.05": dates said in ways the patterns above miss.
 _SHORT = rf"(?:'?\d{{2}}|\d{{4}}|{_YEAR}|{_TENS}(?:[\s-]{_UNIT})?)"
 MORE_DATES = re.compile(
@@ -246,7 +246,7 @@ NUMBER_RUN = re.compile(
     r"(?:\s+(?![ai]\b)[a-z]\b)?",
     re.IGNORECASE,
 )
-# "who's seventy-four and grows chillies", "pearl is sixty three and does aqua": a person
+# "who's eighty-one and keeps bees", "mabel is seventy one and still swims": a person
 # (named, or "who") is a bare number and then goes on with the sentence.
 _AGE_END = (
     r"(?=\s*(?:[,.;:!?]|$)|\s+(?:and|now|but|so|already|still|next|this|today|yet|going|"
