@@ -15,7 +15,7 @@ from dataclasses import replace
 from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span, tag
-from companion.research.words import word_set
+from companion.research.words import alternation, word_set
 
 # "the isle of bute", "the vale of glamorgan": the kind, then "of", then the name.
 _KIND_OF = re.compile(
@@ -47,12 +47,7 @@ _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great
 # "glasgow airport", "the Royal Victoria Hospital", "moseley road baths", "the Jewellery
 # Quarter": a building or district named by its kind. Said with a name part it is one
 # place in one town, so it locates the speaker as a town does.
-_HEADS = (
-    r"airport|hospital|infirmary|hospice|station|school|academy|college|university|church|"
-    r"chapel|temple|mosque|gurdwara|synagogue|centre|center|baths|lido|suite|quarter|market|"
-    r"stadium|arena|museum|gallery|theatre|library|park|spa|zoo|surgery|hotel|arms|inn|hall|"
-    r"hill|bay|depot|garage|brewery|factory"
-)
+_HEADS = alternation("place_heads")
 _HEAD = re.compile(rf"\b(?i:{_HEADS})\b")
 _INSIDE = re.compile(r"[a-z,]\s+$")  # a lower-case word before: not a sentence's start
 _BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")

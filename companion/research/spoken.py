@@ -9,7 +9,7 @@ import re
 
 from companion.research.words import alternation
 
-_DIGIT = r"(?:zero|oh|o|nought|one|two|three|four|five|six|seven|eight|nine|double|triple)"
+_DIGIT = f"(?:{alternation('said_digits')})"
 _TEEN = r"(?:ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
 _TENS = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
 _UNIT = r"(?:one|two|three|four|five|six|seven|eight|nine)"
@@ -199,10 +199,7 @@ ON_DAY = re.compile(
 )
 
 # "saturday the fifth", "on Friday the 11th": a weekday with its date pins a day.
-_WEEKDAY = (
-    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|weds|thu|"
-    r"thur|thurs|fri|sat|sun)\.?"  # "Tues 4th"
-)
+_WEEKDAY = rf"(?:{alternation('weekdays', 'weekday_abbreviations')})\.?"  # "Tues 4th"
 WEEKDAY_DATE = re.compile(
     rf"\b{_WEEKDAY},?\s+(?:the\s+)?(?:{_ORDINAL}|{_ORD_DIGITS}|(?:[12]\d|3[01]|0?[1-9])(?=\s+{_MONTH}))"
     r"\b(?!\s+(?:time|floor|row)\b)"

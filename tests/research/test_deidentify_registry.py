@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,12 @@ def test_data_file_is_pinned() -> None:
     changed = json.dumps({**data, "version": data["version"] + 1}).encode()
     with pytest.raises(ConfigError, match="deidentify.json does not match its pinned sha256"):
         words.check(changed)
+
+
+def test_every_list_and_threshold_of_the_data_file_is_read() -> None:
+    """A list nothing reads is a rule removed and its words left behind."""
+    code = "".join(p.read_text("utf-8") for p in Path(recognizers.__file__).parent.glob("*.py"))
+    data = words.data()
+    names = [*data["lists"], *(k for k in data["thresholds"] if not k.startswith("_"))]
+    assert [n for n in names if f'"{n}"' not in code and f"'{n}'" not in code] == []
+    assert set(data["recognizers"]) - {"_"} <= {r.name for r in REGISTRY}
