@@ -12,74 +12,46 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from companion.research.context import PETS as _PETS
 from companion.research.context import ROLES, STOP
 from companion.research.gazetteer import UK_AREAS, Gazetteer
-from companion.research.ner import Span
+from companion.research.ner import Span, tag
+from companion.research.words import TOKEN, word_set
 
 
 def _set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
+_WORD = TOKEN
 # Words before a name: relations, titles, naming verbs (lower case; the text has no capitals).
-_PERSON_CUES = _set(
-    "wife husband partner son daughter sister brother mum mom mother dad father grandson "
-    "granddaughter grandchild grandma grandad granddad grandpa granny nan nana niece nephew "
-    "cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
-    "stepson stepdaughter fiance fiancee auntie aunt uncle mr mrs ms miss mister missus dr "
-    "doctor nurse vicar reverend father teacher called named rang phoned texted visited "
-    "ring tell told ask asked remember remembered miss missed meet met "
-    "thank thanked visit hug hugged with for our poor dear "
-    "little old wee "
-    "law"  # "my brother in law trevor"
-) | ROLES
+_PERSON_CUES = (
+    word_set("casing_person_cues")
+    | ROLES
+)
 # Cues too common to make an English word a name ("with cancer"): only unknown words.
 _WEAK_CUES = _set("with for our poor dear")
 # After a title even an ordinary word is a name ("mr brown", "mister pickwick"); after a
 # relation it must be a known name ("my son keeps" is no name, "my son mark" is).
-_TITLE_CUES = _set("mr mrs ms miss mister missus dr auntie aunt uncle reverend")
+_TITLE_CUES = word_set("casing_title_cues")
 _PLACE_CUES = _set("in from to near at via outside around visit visited")
 # Capitalised words that are neither names nor places (typed text).
-_NOT_PROPER = _set(
-    "i i'm i've i'd i'll mum mom dad god christmas easter sunday monday tuesday wednesday "
-    "thursday friday saturday january february march april may june july august september "
-    "october november december english british american irish scottish welsh french german "
-    "spanish italian christian muslim jewish catholic bible ok okay tv "
-    # contractions typed or recognised without their apostrophe
-    "im ive id ill dont cant didnt wont isnt wasnt thats theres youre hes shes theyre whats "
-    "lets couldnt wouldnt shouldnt doesnt havent hasnt arent werent alot omg lol"
-)
+_NOT_PROPER = word_set("casing_not_proper")
 
 
 _MONTHS = _set("april may june july august")  # the months that are also first names
-_MOTION = _set(
-    "went go goes going gone moved move flew fly drove drive sailed trip holiday holidays "
-    "back up down over out off emigrated retired travelled traveled ferry train bus coach "
-    "flight plane boat ride trip journey cruise visit visiting way road"
-)
+_MOTION = word_set("casing_motion")
 # After "in"/"from" an ordinary word is a place it names ("in bath", "in reading and") only
 # at a clause's end, and never one of the nouns that follow "in" bare ("in bed", "in time").
-_CLAUSE_END = _set(
-    "and or but so to for with when where while on at in near last this that because then "
-    "until after before since which we i he she they it is was were are every each now"
-)
-_BARE_NOUNS = _set(
-    "bed time line college school work church hospital town university home hand love pain "
-    "trouble touch charge fact case use order general particular public private part front "
-    "place prison court class bits pieces tears debt hiding stock fashion season person "
-    "church chapel hall grad downtown san march may june august"
-)
+_CLAUSE_END = word_set("casing_clause_end")
+_BARE_NOUNS = word_set("casing_bare_nouns")
 _IN_IDIOMS = _set("hope")  # "we live in hope"
 # A place that is also a verb's -ing form ("reading", "barking") only after living or working
 # in it: "studying in reading", not "interested in reading".
-_LIVING = _set(
-    "live lives lived living born grew up study studies studied studying work works worked "
-    "working stay stays stayed staying settled based raised buried married house flat school"
-)
-_OBJECTS = _set("my a an the his her their our your me him them it us some all this that")
+_LIVING = word_set("casing_living")
+_OBJECTS = word_set("casing_objects")
 
 
 def _base(word: str) -> str:
@@ -143,13 +115,13 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
 
 
 def _from_before(found: list[re.Match[str]], i: int) -> bool:
-    """ "from fishguard to rosslare": a journey's end after its start."""
+    """ "from holyhead to dun laoghaire": a journey's end after its start."""
     return any(m.group(0) == "from" for m in found[max(0, i - 4) : i - 1])
 
 
 def _plain_place(found: list[re.Match[str]], i: int, gaz: Gazetteer) -> bool:
     """A GeoNames place that is also an English word, after "in"/"from"/"near" (or "to"
-    after a journey) and at a clause's end: "in bath", "moved to hope in derbyshire"."""
+    after a journey) and at a clause's end: "in bath", "moved to bath in somerset"."""
     word = found[i].group(0)
     prev = found[i - 1].group(0) if i else ""
     prev2 = found[i - 2].group(0) if i > 1 else ""
@@ -163,22 +135,11 @@ def _plain_place(found: list[re.Match[str]], i: int, gaz: Gazetteer) -> bool:
 
 
 # After "our dog": words that are not its name (verbs and function words a story puts there).
-_NOT_PET_NAMES = _set(
-    "next door died had has was is ran runs run sleeps slept barked barks got gets went goes "
-    "came comes would could will used loves loved likes liked sat sits who which that when "
-    "while again too food bowl bed lead walk walks and but so or i to from in at of for with "
-    "on the a an my our his her their as just always never still was were does did do can "
-    "jumped chased chases follows followed needs needed "
-    "till until out off back up down away home round around over about there here now "
-    "today tonight yesterday every gently quietly outside inside put let "
-)
-# "we had snowball the rabbit", "they got biscuit the dog": having, losing or naming a pet
+_NOT_PET_NAMES = word_set("casing_not_pet_names")
+# "we had sooty the rabbit", "they got biscuit the dog": having, losing or naming a pet
 # before its name and its kind.
-_HAVING = _set(
-    "had have has got get adopted rescued bought lost buried missed miss love loved named "
-    "called remember remembered"
-)
-_PAST = _set("was is has had died got went ran came ate bit sat")
+_HAVING = word_set("casing_having")
+_PAST = word_set("casing_past")
 _TITLES = re.compile(
     r"\b(?i:mr|mrs|ms|miss|mx|dr|mister|missus|auntie|aunt|uncle|grandma|grandpa|grandad|"
     r"granddad|granny|nan|nana|reverend|rev|sir|dame|lady|lord)\.?,?\s+$"
@@ -203,7 +164,7 @@ def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
             nxt = words[i + 2]
         word = _base(nxt.group(0))
         after = text[nxt.end() :].split(maxsplit=1)
-        # "the hamster nibbles escaped": a verb right after shows the -s word is its name
+        # "the hamster crumbs escaped": a verb right after shows the -s word is its name
         named = bool(after) and (after[0].endswith("ed") or after[0] in _PAST)
         if (
             word not in _NOT_PET_NAMES
@@ -239,21 +200,15 @@ def widen(
         return (w in gaz.people and w not in _PERSON_CUES and w not in _NOT_PROPER
                 and len(w) > 2 and (nxt in _AFTER_SURNAME or i + 1 == len(words)))  # fmt: skip
 
-    if lower:  # "maureen and I", "me and jean-claude" (the latter is a truecase cue)
-        for i in range(len(words) - 2):
-            w = _base(words[i].group(0))
-            if (words[i + 1].group(0) == "and" and words[i + 2].group(0) in ("i", "I")
-                    and not common(w) and w not in _NOT_PROPER and len(w) > 2):  # fmt: skip
-                spans = [*spans, Span(words[i].start(), words[i].start() + len(w), "PERSON")]
     if lower:  # "siobhan and declan", "ranjit and gurpreet": names joined by "and"
-        spans = spans + _joined(words, spans, unknown)
+        spans = spans + tag("joined", _joined(words, spans, unknown))
     out = []
     for span in spans:
         start, end = span.start, span.end
         if span.label in ("PERSON", "PET") and (t := _TITLES.search(text[:start])):
             start = t.start()
         elif span.label == "PERSON" and (t := _BARE_RELATION.search(text[:start])):
-            start = t.start(1)  # "a card from cousin Ingrid": the relation used as a title
+            start = t.start(1)  # "a card from cousin Astrid": the relation used as a title
         if lower and span.label == "PLACE":  # "new [york]", "north [berwick]"
             before = [m for m in words if m.end() <= start]
             if before and before[-1].group(0) in _PLACE_PREFIX:
@@ -270,13 +225,15 @@ def widen(
                     end = nb.end()
         if lower and span.label in ("PERSON", "PLACE"):
             idx = [i for i, m in enumerate(words) if start <= m.start() < end]
-            if idx and idx[-1] + 1 < len(words) and (
-                unknown(idx[-1] + 1) or span.label == "PERSON" and surname(idx[-1] + 1)
+            if (
+                idx
+                and idx[-1] + 1 < len(words)
+                and (unknown(idx[-1] + 1) or span.label == "PERSON" and surname(idx[-1] + 1))
             ):
                 end = words[idx[-1] + 1].start() + len(_base(words[idx[-1] + 1].group(0)))
             if idx and idx[0] > 0 and unknown(idx[0] - 1):
                 start = min(start, words[idx[0] - 1].start())
-        out.append(Span(start, end, span.label))
+        out.append(replace(span, start=start, end=end))
     return out
 
 
@@ -284,6 +241,8 @@ _BARE_RELATION = re.compile(
     r"(?:^|\b(?!(?i:my|our|his|her|their|your|a|the|an)\b)[\w']+\s+)"
     r"((?i:cousin|grandma|grandpa|granny|grandad|nana|nanna|nanny|gran|sister|brother)\s+)$"
 )
+
+
 def _joined(words: list[re.Match[str]], spans: list[Span], nameish: Callable[[int], bool]
             ) -> list[Span]:  # fmt: skip
     """The word on the other side of "and" from a name, when it may be a name too."""
@@ -310,9 +269,8 @@ def _capital_name(m: re.Match[str], gap: str, gaz: Gazetteer) -> bool:
             and base not in _PERSON_CUES)  # fmt: skip
 
 
-_AFTER_SURNAME = _set("from who is was and says said has had lives lived came comes rang phoned")
-_PLACE_PREFIX = _set("new north south east west st saint great upper lower port fort mount san "
-                     "santa los las la le isle")  # fmt: skip
+_AFTER_SURNAME = word_set("casing_after_surname")
+_PLACE_PREFIX = word_set("casing_place_prefix")  # fmt: skip
 
 
 def place_phrases(text: str, gaz: Gazetteer) -> list[Span]:
@@ -330,7 +288,7 @@ def place_phrases(text: str, gaz: Gazetteer) -> list[Span]:
                 any(not gaz.is_ordinary(w) for w in group)
                 or _after_cue([m.group(0) for m in words[max(0, i - 2) : i]])
                 and (" ".join(group) in UK_AREAS or words[i - 1].group(0) != "the")
-            ):  # "up to the lake district", not "to the mountain top"
+            ):  # "up to the peak district", not "to the mountain top"
                 spans.append(Span(words[i].start(), words[i + n - 1].end(), "PLACE"))
                 break
     return spans

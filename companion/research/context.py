@@ -3,100 +3,50 @@
 `casing` capitalises the words the gazetteer knows as names; these rules find names whose
 word is also ordinary English ("precious", "piers", "toffee") or unknown to every list, by
 what a story says around them: a word between a relation and what that person does ("my
-husband piers lives"), a word after "is called" ("the dog is called toffee"), a known or
-unknown first name opening a sentence before "from the" ("benedict from the choir"). Each
+husband piers lives"), a word after "is called" ("the dog is called fudge"), a known or
+unknown first name opening a sentence before "from the" ("ambrose from the choir"). Each
 rule needs both sides, so one ordinary word alone never makes a name.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
-from companion.research.spoken import AGE_NUMBER, NOT_AN_AGE
+from companion.research.words import TOKEN, word_set
 
 
 def _set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_WORD = re.compile(r"[a-z][a-z'-]*")
+_WORD = TOKEN
 # Never a name where these rules look: function words, auxiliaries, common adverbs.
-STOP = _set(
-    "the a an my our his her their your this that these those of and or but so to in on at "
-    "up down by for with from into onto about after before over under off out back away home "
-    "i i'm i've i'd i'll me we you he she they it him them us who whom which what when where "
-    "why how is was were are be been being am has have had do does did will would can could "
-    "shall should may might must not no never always just still also even only really very "
-    "too then now once often sometimes usually again already soon later here there yet ever "
-    "both all some any every each more most much many one two three four five six seven "
-    "eight nine ten little big old young late dear poor best new first last next same other "
-    "mr mrs ms miss mister missus dr called named after"
-)
+STOP = word_set("context_stop")
 _POSSESSIVE = _set("my our his her their your")
-RELATIONS = _set(
-    "wife husband partner son daughter sister brother mum mom mother dad father grandson "
-    "granddaughter grandchild grandkid grandma grandad granddad grandpa granny nan nana niece "
-    "nephew cousin friend pal mate neighbour neighbor carer colleague boss godson goddaughter "
-    "godmother godfather stepson stepdaughter stepmother stepfather fiance fiancee auntie aunt "
-    "uncle boy girl lad lass eldest youngest kid baby twin law ex sweetheart boyfriend wean "
-    "girlfriend lodger landlord landlady cleaner gardener doctor nurse vicar teacher"
-)
-# People known by their job, who come into a story with their name ("the physio kwame says",
+RELATIONS = word_set("context_relations")
+# People known by their job, who come into a story with their name ("the physio kofi says",
 # "frank the milkman").
-ROLES = _set(
-    "physio physiotherapist chiropodist podiatrist postman postwoman postie milkman dentist "
-    "optician hairdresser barber receptionist minister priest pastor rabbi imam warden "
-    "midwife surgeon consultant gp plumber builder handyman electrician driver cabbie coach "
-    "instructor tutor caretaker butcher baker grocer chemist pharmacist window cleaner "
-    "gardener carer nurse vicar doctor teacher lodger landlord landlady neighbour neighbor "
-    "paperboy papergirl volunteer befriender counsellor therapist "
-    # a workplace's people, named the same way ("tom the registrar", "the chaplain grace")
-    "registrar chaplain porter matron paramedic manager supervisor foreman clerk secretary "
-    "chef waiter waitress barman barmaid janitor headteacher headmaster headmistress "
-    "librarian vet childminder nanny mechanic joiner locksmith decorator"
-)
+ROLES = word_set("context_roles")
 # What a person named as a sentence's subject does next ("my husband piers lives in ...").
-_DOES = _set(
-    "is was has had lives lived live works worked plays played said says came comes goes "
-    "went got gets loves loved died passed married rang rings phoned calls sent sends took "
-    "takes brought brings drives drove makes made runs ran will would can could used still "
-    "always never just keeps kept bakes visits visited helps helped sings sang knows knew "
-    "thinks thought wants wanted likes liked moved moves stays stayed bought gave gives told "
-    "tells asked asks started starts turned turns is's are were does did"
-)
+_DOES = word_set("context_does")
 # What only a person does, for a word with no relation before it ("and olga rang").
-_SAYS = _set("said says told tells rang rings phoned came comes lives lived who is was has had")
-# ... and what may follow a name that is not a verb ("benedict from the choir", "olga who").
+_SAYS = word_set("context_says")
+# ... and what may follow a name that is not a verb ("ambrose from the choir", "olga who").
 _AFTER_NAME = _set("and who from at")
 # A first name that is also a word ("dawn", "frank", "violet") is a name between these:
 # someone you are with, talk to, give to, and what follows a person in a clause.
-_SOCIAL = _set("with for and ask asked told tell saw see met meet visit visited miss missed "
-               "thank thanked hug hugged invited took take help helped beside behind")
-_TALK_TO = _set(
-    "talking talked talk speaking spoke speak chatting chatted gave give given wrote write "
-    "written sent send said listen listened married engaged introduced next goodbye hello "
-    "sorry lent lend sold showed show sang waved posted belonged went round over"
-)
-_CLAUSE = _set(
-    "about on at and for to yesterday today tonight last this again who from is was said "
-    "says came rang when because in but so has had"
-)
-_UNKNOWN_DOES = _set("said says told rang rings phoned came comes popped has is was lives lived "
-                     "moved married died texted visited brought")
+_SOCIAL = word_set("context_social")
+_TALK_TO = word_set("context_talk_to")
+_CLAUSE = word_set("context_clause")
+_UNKNOWN_DOES = word_set("context_unknown_does")
 _BE = _set("is was has had")
-_ACTS = _set("said says told tells rang rings phoned came comes lives lived")
+_ACTS = word_set("context_acts")
 # Nouns that follow "with"/"for" as often as a name does ("with joy", "for love").
-_ABSTRACT = _set("love hope joy faith grace will charity patience mercy honor honour glory "
-                 "summer autumn may june april august destiny liberty harmony")
+_ABSTRACT = word_set("context_abstract")
 # Animals a story names (with the breeds people say instead, and a Scot's "dug").
-PETS = _set(
-    "dog dug cat puppy kitten pony horse rabbit budgie parrot hamster tortoise goldfish "
-    "spaniel labrador terrier collie poodle alsatian greyhound whippet retriever beagle "
-    "dachshund westie tabby moggy pup lurcher jackdaw ferret gerbil canary cockatiel"
-)
+PETS = word_set("context_pets")
 _PETS = PETS | {"guinea", "tom"}  # "our guinea pig", "the old tom"
 _TITLES = _set("mr mrs ms miss mister missus dr auntie aunt uncle")
 _PRONOUNS = _set("i we you he she they it who")
@@ -146,7 +96,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
         elif prev == "named" or (prev == "called" and (
                 prev2 in ("is", "was", "were", "are", "be", "been") or prev2.endswith("'s")
                 or prev2 not in STOP and prev2 not in _PRONOUNS)):  # fmt: skip
-            # "the dog is called toffee", "a town called tavira": naming, not phoning
+            # "the dog is called fudge", "a town called tavira": naming, not phoning
             label = "PET" if any(w in _PETS for w in raw[max(0, i - 5) : i]) else gaz.label(word)
             if word in _TITLES and nxt:  # "called mr whiskers"
                 end = words[i + 1].start() + len(_base(nxt))
@@ -157,7 +107,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and (word not in _DOES or word in gaz.first and nxt in _ACTS | _BE)  # "will is"
             and not (gaz.is_ordinary(word) and word.endswith(("ed", "ing")))
         ):
-            label = "PERSON"  # "my daughter in law precious is from", "our boy tyrone plays"
+            label = "PERSON"  # "my daughter in law blessing is from", "our boy dwayne plays"
         elif (
             (not prev or prev in ("and", "with", "remember", "of", "about", "see", "saw"))
             and nxt in _NEXT_TO_NAME
@@ -168,7 +118,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
                  and word not in _ABSTRACT)  # "carol came round"  # fmt: skip
             and len(word) > 2
         ):
-            label = "PERSON"  # "benedict from the choir sings", "and olga who lives"
+            label = "PERSON"  # "ambrose from the choir sings", "and olga who lives"
         elif (
             prev in ("", "and", "with", "to")
             and nxt == "next"
@@ -195,7 +145,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and i + 2 < len(raw)
             and raw[i + 2] in ("from", "who")
         ):
-            label = "PERSON"  # "victor shepherd from the british legion"
+            label = "PERSON"  # "cyril mason from the bowls club"
             end = words[i + 1].end()
         elif (
             not prev
@@ -205,7 +155,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
             and word in gaz.people
             and len(word) > 2
         ):
-            label = "PERSON"  # "frank the milkman used to"
+            label = "PERSON"  # "stan the postman used to"
         elif (
             word in gaz.first
             and len(word) > 2
@@ -266,72 +216,3 @@ def _possessive_name(token: str, prev: str, gaz: Gazetteer, common: Callable[[st
             and word not in RELATIONS and word not in STOP)  # fmt: skip
 
 
-# "my husband was seventy", "my granddaughter poppy is twelve": a relative's age.
-RELATIVE_AGE = re.compile(
-    r"\b(?i:my|our|his|her|their)\s+(?i:late\s+|little\s+|eldest\s+|youngest\s+|baby\s+)?"
-    rf"(?i:{'|'.join(sorted(RELATIONS - {'law', 'ex'}))})s?(?:\s+[A-Za-z][\w'-]*)?"
-    rf"(?:\s+(?i:was|is|are|were|turned|turns|will be|just turned)|\s*(?i:'s|'ll be|'re))\s+"
-    rf"((?i:{AGE_NUMBER}))\b{NOT_AN_AGE}"
-)
-
-
-# "rory our boy is three", "jasper our old collie", "Rory, our boy, ...": a name said and then
-# explained by who they are to the speaker.
-_KIN = RELATIONS | PETS | _set("boy girl lad lass baby eldest youngest wee bairn")
-_KIN_ADJ = _set("old little eldest youngest wee new baby big best oldest dear late")
-_APPOSED = re.compile(
-    r"\b([A-Z][a-z][\w'-]*),?\s+(?:our|my|his|her|their)\s+"
-    r"(?:(?:old|little|eldest|youngest|wee|new|baby|big|best|oldest|dear|late)\s+)?([a-z]+)\b"
-)
-
-
-_CALENDAR = _set(
-    "monday tuesday wednesday thursday friday saturday sunday january february march april "
-    "may june july august september october november december christmas easter"
-)
-
-
-def apposed_names(
-    text: str, gaz: Gazetteer, common: Callable[[str], bool], freq: dict[str, float]
-) -> list[Span]:
-    """A name right before "our boy", "my old collie": no English word, or a census first
-    name rare as an English word (Zipf < 4: "rory", "jasper"; not "mad", "ring"), and no
-    word of our own sentences ("miss my dog", "love our cat" stay); typed, capitalised."""
-    spans = []
-
-    def name(word: str) -> bool:
-        if word in STOP | _ABSTRACT | _KIN | _NEVER | _CALENDAR or len(word) < 3:
-            return False
-        rare_first = word in gaz.first and freq.get(word, 0.0) < 4.0
-        return not common(word) and (rare_first or not gaz.is_ordinary(word))
-
-    if any(c.isupper() for c in text):
-        for m in _APPOSED.finditer(text):
-            if m.group(2) in _KIN and name(m.group(1).lower()):
-                label = "PET" if m.group(2) in PETS else "PERSON"
-                spans.append(Span(m.start(1), m.end(1), label))
-        return spans
-    words = list(_WORD.finditer(text))
-    raw = [m.group(0) for m in words]
-    for i, m in enumerate(words[:-2]):
-        word = raw[i]
-        j = i + 2 + (raw[i + 2] in _KIN_ADJ and i + 3 < len(raw))
-        if raw[i + 1] in ("our", "my") and raw[j] in _KIN and name(word):
-            spans.append(Span(m.start(), m.end(), "PET" if raw[j] in PETS else "PERSON"))
-        elif _related(raw, i) and word not in STOP | _KIN | _NEVER | _CALENDAR and len(word) > 2:
-            spans.append(Span(m.start(), m.end(), "PERSON"))
-    return spans
-
-
-def _related(raw: list[str], i: int) -> bool:
-    """ "summer is my best friend", "joy and her husband came": a word said to be someone's
-    relation, or joined to their partner, is a person whatever else the word means."""
-    rest = raw[i + 1 : i + 5]
-    if rest[:2] in (["is", "my"], ["is", "our"], ["was", "my"], ["was", "our"]):
-        k = 2 + (len(rest) > 3 and rest[2] in _KIN_ADJ)
-        return len(rest) > k and rest[k] in RELATIONS
-    return (len(rest) > 2 and rest[0] == "and" and rest[1] in ("her", "his")
-            and rest[2] in _PARTNERS)  # fmt: skip
-
-
-_PARTNERS = _set("husband wife partner fiance fiancee boyfriend girlfriend fella kids children")

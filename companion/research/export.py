@@ -206,7 +206,8 @@ def _export(
             "De-identified: participant ids are salted pseudonyms; in free text, names, places, "
             "organisations, e-mail addresses, phone numbers, street addresses, postcodes, "
             "dates, ages and id numbers, written or spoken, are replaced by their type "
-            f"([PERSON], [PLACE], ...). Method: {transform.redactor.method}."
+            f"([PERSON], [PLACE], ...). Method: {transform.redactor.method}. The manifest's "
+            "recognizers counts the spans each rule redacted (docs/research.md)."
         )
     if transform.audio_missing:
         notes.append(f"{transform.audio_missing} audio files named in turns were not found.")
@@ -247,6 +248,7 @@ def _export(
         wanted = [(p, n) for p, n in people if options.participant in (None, p)]
         manifest["salt_id"] = salt_id(transform.salt)
         manifest["identities"] = manifest_identities(wanted, transform.pid, transform.salt)
+        manifest["recognizers"] = dict(sorted(transform.recognizers.items()))
     write_private(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     log.info("exported %s rows from %s to %s", sum(rows.values()), home.db_path, out)

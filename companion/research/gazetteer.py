@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from companion.research.ner import INSTALL_HINT, NerUnavailable
+from companion.research.words import word_set
 
 log = logging.getLogger(__name__)
 
@@ -65,22 +66,7 @@ FILES = {
 
 # Areas GeoNames lists no city for (its lists hold no counties or regions): the nations,
 # counties, regions and islands of the British Isles, and the islands people holiday on.
-_AREAS = """scotland wales england ulster lancashire yorkshire cumbria northumberland durham
-    merseyside cheshire derbyshire staffordshire shropshire herefordshire worcestershire
-    warwickshire leicestershire nottinghamshire lincolnshire rutland northamptonshire
-    cambridgeshire bedfordshire hertfordshire buckinghamshire oxfordshire berkshire hampshire
-    wiltshire gloucestershire somerset dorset devon cornwall kent sussex surrey essex suffolk
-    norfolk middlesex cotswolds snowdonia pembrokeshire carmarthenshire ceredigion gwynedd
-    anglesey powys glamorgan monmouthshire denbighshire flintshire conwy fife argyll ayrshire
-    lanarkshire perthshire aberdeenshire midlothian lothian highlands hebrides orkney shetland
-    skye arran mull islay donegal kerry connemara tipperary antrim fermanagh tyrone
-    midlands fens broads dales lakes majorca mallorca minorca menorca ibiza lanzarote
-    fuerteventura tenerife madeira algarve provence tuscany brittany normandy dordogne"""
-_AREA_PHRASES = """isle of wight, isle of man, isles of scilly, lake district, peak district,
-    new forest, north york moors, yorkshire dales, norfolk broads, west country, black country,
-    scottish borders, north wales, south wales, costa del sol, costa brava, canary islands,
-    channel islands, northern ireland, east anglia, home counties"""
-UK_AREAS = frozenset(_AREAS.split()) | {a.strip() for a in _AREA_PHRASES.split(",")}
+UK_AREAS = word_set("uk_areas", "uk_area_phrases")
 
 # Inflections back to a base form: keeps, stole(n), graduated, neighbors, hasn't, riding.
 _SUFFIXES = [("s", ""), ("es", ""), ("ies", "y"), ("ed", ""), ("ed", "e"), ("d", ""),

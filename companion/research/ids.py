@@ -10,9 +10,6 @@ import re
 ID = re.compile(
     r"\b(?=[A-Z0-9/-]*\d[A-Z0-9/-]*\d[A-Z0-9/-]*\d)(?=[A-Z0-9/-]*[A-Z])[A-Z0-9/-]{5,}\b"
 )  # "WMT/PN/0088214" too
-# A booking reference written as one token: seven or more capitals and digits, three letters
-# and two digits at least ("NLF7Q2KX").
-REFERENCE = re.compile(r"\b(?=(?:[A-Z0-9]*\d){2})(?=(?:[A-Z0-9]*[A-Z]){3})[A-Z0-9]{7,}\b")
 GROUPED_ID = re.compile(
     r"\b[A-Z]{1,3}(?:\s?\d{2,}){2,4}(?:\s?[A-Z])?\b|\b[A-Z]{2,5}(?:\s\d{1,2})?\s\d{5,}\b"
     r"|\b\d{2,3}/\d{3}/\d{3,5}\b"  # "ISDS 341907", "UK 0 541783", a holding "36/411/0027"

@@ -1,21 +1,19 @@
-"""How people give a name: their own ("my surname is haverford", "it's zelda here",
-"zelda speaking", "call me zed") and anyone's ("our cat's name is misty"). Case-insensitive
-patterns whose group 1 (or, for `CALLER`, 1 or 2) is the name; `deidentify` decides which
-words count as names and remembers the participant's own.
+"""How people give a name, their own above all ("my surname is ...", "it's ... here",
+"... speaking", "call me ..."). Case-insensitive patterns whose group 1 (or, for `CALLER`,
+1 or 2) is the name; `deidentify` decides which words count as names and remembers the
+participant's own.
 """
 
 from __future__ import annotations
 
 import re
 
+from companion.research.words import alternation, word_set
+
 # Words that end an introduced name ("my name is zelda and I ..."): a recogniser writes no
 # capitals, so a second word after "my name is" counts as a surname unless it is one of these.
-GLUE = (
-    "and|but|so|or|i|i'm|is|was|by|the|to|from|in|at|of|too|as|if|now|then|though|"
-    "actually|really|just|not|my|we|you|he|she|it|that|this|here|there|please|thanks|with|"
-    "speaking|again|for|on|after|since|like|though|when|but|because|well|okay|ok|dear|love"
-)
-GLUE_WORDS = frozenset(GLUE.split("|"))
+GLUE = alternation("glue")
+GLUE_WORDS = word_set("glue")
 NAME_IS = r"(?:first |last |sur|family |full |maiden |married |middle |christian |given )?name"
 # One name word, a word that is not glue, and a name of one word or two (the second not glue).
 _WORD = r"(?i:[a-z][\w'-]+)"
@@ -29,7 +27,7 @@ INTRODUCED = re.compile(
     rf"{_NOT_GLUE}({_NAME})"
 )
 # The names a participant gives as theirs, remembered for the rest of the export:
-# "my surname is haverford", "haverford is my surname", "the name's haverford".
+# "my surname is pennick", "pennick is my surname", "the name's pennick".
 OWN_NAME = re.compile(
     rf"\b(?i:my {NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) known as|the name's|i go by)\s+"
     rf"({_NAME})"
@@ -37,21 +35,16 @@ OWN_NAME = re.compile(
 )
 # A word spelled out letter by letter ("h a v e r f o r d"): a name or an address.
 SPELLED = re.compile(r"(?<![\w'])(?:[a-z]\s+){3,}[a-z]\b", re.IGNORECASE)
-# "our cat's name is misty", "her name was edna": anyone's name given.
-NAME_GIVEN = re.compile(
-    r"\b(?i:(?:his|her|their|its|our|your)|[a-z]+'s)\s+(?i:name)\s+(?i:is|was|'s)\s+"
-    rf"{_NOT_GLUE}({_NAME})"
-)
-# "it's zelda here", "zelda haverford speaking", "this is zelda again": a caller's name.
+# "it's zelda here", "zelda pennick speaking", "this is zelda again": a caller's name.
 CALLER = re.compile(
     rf"\b(?i:it's|its|it is|this is)\s+({_NOT_GLUE}{_NAME})\s+(?i:here|speaking|calling)\b"
     rf"|(?:^|[.,!?]\s*|\b(?i:hello|hi|hiya|morning|evening|yes|oh)\s+)"
     rf"({_NOT_GLUE}{_NAME})"
     r"\s+(?i:speaking|here)\b"
 )
-# "my husband always called me zee", "everyone calls me Zellie": a name the participant is
+# "my late wife called me zee", "everyone calls me Zellie": a name the participant is
 # known by (group 1; `deidentify` keeps it only when it is no ordinary word).
-# A second name offered with "or" ("calls me cal or cally") is one too (group 2).
+# A second name offered with "or" ("calls me bel or belle") is one too (group 2).
 NICKNAME = re.compile(
     rf"\b(?i:call(?:s|ed|ing)?\s+me|know(?:s|n)?\s+me\s+as)\s+{_NOT_GLUE}({_WORD})"
     rf"(?:,?\s+(?i:or)\s+{_NOT_GLUE}({_WORD}))?"

@@ -1,5 +1,5 @@
 """Places named by what they are: "the Isle of Mull", "the Brecon Beacons", "Loch Ness",
-"the Kennet and Avon Canal", "the Norwegian fjords", typed or as a recogniser writes them.
+"the Leeds and Liverpool Canal", "the Norwegian fjords", typed or as a recogniser writes them.
 
 GeoNames lists towns, not hills, lakes, islands or canals, yet a story about a holiday or a
 childhood names them as often. A word that says what kind of place it is ("isle of", "lake",
@@ -10,12 +10,14 @@ makes a place; "the" before it goes with it ("the philippines").
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
-from companion.research.ner import Span
+from companion.research.ner import Span, tag
+from companion.research.words import alternation, word_set
 
-# "the isle of mull", "the vale of glamorgan": the kind, then "of", then the name.
+# "the isle of bute", "the vale of glamorgan": the kind, then "of", then the name.
 _KIND_OF = re.compile(
     r"\b(?:the\s+)?(?i:isle|isles|island|islands|lake|loch|lough|mount|vale|forest|port|"
     r"bay|county|republic|kingdom|gulf|straits?|river|valley|city|town|village)\s+of\s+"
@@ -26,7 +28,7 @@ _KIND_NAME = re.compile(
     r"\b(?i:lake|loch|lough|mount|mt|river|glen|ben|cape|county|fort|isle|st|saint)\.?\s+"
     r"([A-Za-z][\w'-]+)"
 )
-# "the brecon beacons", "the kennet and avon canal", "the norwegian fjords": a name, then
+# "the brecon beacons", "the leeds and liverpool canal", "the norwegian fjords": a name, then
 # the kind (one or two name words, "and" between two).
 _NAME_KIND = re.compile(
     r"\b(?:(?i:the)\s+)?([A-Za-z][\w'-]+)(?:\s+(?:and|&)\s+([A-Za-z][\w'-]+))?\s+"
@@ -42,15 +44,10 @@ def _words(text: str) -> frozenset[str]:
 
 
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
-# "glasgow airport", "the Queen Elizabeth Hospital", "moseley road baths", "the Jewellery
+# "glasgow airport", "the Royal Victoria Hospital", "moseley road baths", "the Jewellery
 # Quarter": a building or district named by its kind. Said with a name part it is one
 # place in one town, so it locates the speaker as a town does.
-_HEADS = (
-    r"airport|hospital|infirmary|hospice|station|school|academy|college|university|church|"
-    r"chapel|temple|mosque|gurdwara|synagogue|centre|center|baths|lido|suite|quarter|market|"
-    r"stadium|arena|museum|gallery|theatre|library|park|spa|zoo|surgery|hotel|arms|inn|hall|"
-    r"hill|bay|depot|garage|brewery|factory"
-)
+_HEADS = alternation("place_heads")
 _HEAD = re.compile(rf"\b(?i:{_HEADS})\b")
 _INSIDE = re.compile(r"[a-z,]\s+$")  # a lower-case word before: not a sentence's start
 _BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")
@@ -58,23 +55,11 @@ _BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")
 
 # Words that make a kind ordinary rather than a name ("the local hospital", "the train
 # station", "primary school"): checked on every name word.
-_MODIFIERS = _words(
-    "local new old nearest nearby main big little small general same other whole private "
-    "children's kids women's maternity mental community village town city's primary "
-    "secondary high grammar boarding nursery sunday night medical dental police fire petrol "
-    "bus train railway coach tube underground car theme water amusement leisure shopping "
-    "garden health sports swimming football bridal honeymoon hotel first last next "
-    # days, months and feasts are capitalised, so no "English word", yet name no place
-    "monday tuesday wednesday thursday friday saturday sunday january february march april "
-    "may june july august september october november december christmas easter xmas"
-)
+_MODIFIERS = word_set("landmarks_modifiers")
 # "at city hospital", "to central station": bare, after a preposition, a kind with a name
 # part of ordinary words is still a proper name ("at the city hospital" stays).
-_BARE_CUES = _words("at in to from near outside into by up round around through across past")
-_BARE_HEADS = _words(
-    "airport hospital infirmary hospice baths temple quarter suite stadium academy park hill "
-    "bay hall"
-)
+_BARE_CUES = word_set("landmarks_bare_cues")
+_BARE_HEADS = word_set("landmarks_bare_heads")
 _TITLED = _words("st saint royal queen king prince princess")
 _QUARTER = re.compile(r"\b(?i:the)\s+(?i:north|south|east|west)\s+(?i:end)\b(?!\s+of\b)")
 
@@ -90,18 +75,16 @@ def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
     return not gaz.is_ordinary(base) or base in gaz.places
 
 
-# Typed: "a party at the Athena", "rugby at the Principality": a capitalised word (or two)
+# Typed: "a party at the Athena", "rugby at the Millennium": a capitalised word (or two)
 # after "at/to/from the" inside a sentence names a venue, the way a story names a pub.
 _VENUE = re.compile(
     r"(?<=[a-z,] )(?:at|to|from|outside|near|into|round|opposite|behind|under|for|of) the "
     r"([A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?)\b"
 )
-_NOT_VENUES = _MODIFIERS | _words("queen king lord army navy police government internet bible "
-                                   "devil sun moon earth lottery olympics year month week day "
-                                   "world universe")
+_NOT_VENUES = _MODIFIERS | word_set("landmarks_not_venues")
 
 
-# "a do at the farmers arms", "dinner at the white hart": a pub by its sign, typed or said.
+# "a do at the miners arms", "dinner at the white hart": a pub by its sign, typed or said.
 _PUB = re.compile(
     r"\b(?i:at|to|from|outside|in|near)\s+((?i:the)\s+(?:[A-Za-z][\w'-]+\s+){0,2}"
     r"(?i:arms|inn|hart|tavern))\b"
@@ -194,16 +177,20 @@ _KIND_AFTER = re.compile(
 def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
     """`spans` with the named places added: a person found inside one is part of it ("the
     [Norwegian] fjords"), and a place takes the "the" before it ("the philippines")."""
-    places = landmarks(text, gaz)
+    places = tag("landmarks", landmarks(text, gaz))
     out = []
     for span in spans + places:
         if span.label == "PERSON" and any(p.start <= span.start and span.end <= p.end
                                           for p in places):  # fmt: skip
             continue
         kind = _KIND_AFTER.match(text, span.end)
-        if kind and span.label in ("PERSON", "PLACE", "ORG") and not text[:span.end].endswith("'s"):
-            span = Span(span.start, kind.end(), "PLACE")
+        if (
+            kind
+            and span.label in ("PERSON", "PLACE", "ORG")
+            and not text[: span.end].endswith("'s")
+        ):
+            span = replace(span, end=kind.end(), label="PLACE")
         if span.label == "PLACE" and (m := _THE.search(text, 0, span.start)):
-            span = Span(m.start(), span.end, span.label)
+            span = replace(span, start=m.start())
         out.append(span)
     return out

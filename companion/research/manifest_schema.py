@@ -61,6 +61,8 @@ SCHEMA = Key((dict,), fields={
     "identities": Key((dict,), required=False, each=Key((dict,), fields={
         "name_check": TEXT_OR_NULL, "default_id": FLAG,
     })),
+    # --deidentify: how many spans each recognizer (research.recognizers) redacted
+    "recognizers": Key((dict,), required=False, each=Key((int,))),
 })  # fmt: skip
 
 

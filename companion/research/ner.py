@@ -13,7 +13,7 @@ import importlib
 import logging
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ class Span:
     start: int
     end: int
     label: str
+    rule: str = field(default="", compare=False)  # the recognizer that made it (registry)
 
 
 @dataclass(frozen=True)
@@ -78,12 +79,20 @@ class Pipeline:
             found = []
             for ent in doc.ents:
                 label = LABELS.get(ent.label_)
-                if label is None or label == "DATE" and (not _PINNED_DATE.search(ent.text)
-                                                         or _UNPINNED_DATE.fullmatch(ent.text)):
+                if (
+                    label is None
+                    or label == "DATE"
+                    and (not _PINNED_DATE.search(ent.text) or _UNPINNED_DATE.fullmatch(ent.text))
+                ):
                     continue
-                found.append(Span(ent.start_char, ent.end_char, label))
+                found.append(Span(ent.start_char, ent.end_char, label, "ner"))
             out.append(found)
         return out
+
+
+def tag(rule: str, spans: list[Span]) -> list[Span]:
+    """`spans` with `rule` as the recognizer of each that names none yet."""
+    return [s if s.rule else replace(s, rule=rule) for s in spans]
 
 
 @lru_cache(maxsize=1)

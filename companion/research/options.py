@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date
@@ -82,6 +83,7 @@ class Transformer:
         self.redactor = redactor_for([*names, *options.extra_names], ner)
         self.ids: dict[str, str] = {}
         self.audio_missing = 0
+        self.recognizers: Counter[str] = Counter()  # spans per recognizer (the manifest's)
 
     def columns(self, table: str, columns: list[str]) -> list[str]:
         chosen = {
@@ -127,6 +129,7 @@ class Transformer:
                 spans = self.redactor.spans_many(texts, use_ner)
                 for row, text, found in zip(chosen, texts, spans, strict=True):
                     row[col] = apply_spans(text, found)
+                    self.recognizers.update(s.rule for s in found)
 
     @staticmethod
     def said(table: str, row: dict[str, Any]) -> bool:

@@ -18,19 +18,16 @@ import re
 from typing import TYPE_CHECKING
 
 from companion.research.ner import Span
+from companion.research.words import THRESHOLDS, TOKEN, word_set
 
 if TYPE_CHECKING:
     from companion.research.gazetteer import Gazetteer
 
-NAME_ZIPF = 5.0  # wordfreq Zipf: "rose" 4.8, "grant" 4.7 spread; "mark" 5.05, "hope" 5.4 not
-RARE_ZIPF = 3.5  # any word found as a name: "gruff" 3.0, "rowan" 3.3 spread; "brook" 3.6 not
-PET_ZIPF = 4.0  # "pickle" 3.5 spreads; "buddy" 4.3, "lucky" 4.6 do not
-_CALENDAR = frozenset({
-    "january", "february", "march", "april", "may", "june", "july", "august", "september",
-    "october", "november", "december",
-    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
-})  # fmt: skip
-_WORD = re.compile(r"[a-z][a-z'-]*[a-z]")
+# wordfreq Zipf: "rose" 4.8, "grant" 4.7 spread; "mark" 5.05, "hope" 5.4 do not
+NAME_ZIPF = THRESHOLDS["spread_name_zipf"]
+RARE_ZIPF = THRESHOLDS["spread_rare_zipf"]  # any word found as a name: "rowan" 3.3, not "brook"
+PET_ZIPF = THRESHOLDS["spread_pet_zipf"]  # "pickle" 3.5 spreads; "buddy" 4.3 does not
+_CALENDAR = word_set("months", "weekdays")
 
 
 def spreads(word: str, label: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
@@ -55,8 +52,8 @@ def propagate(texts: list[str], found: list[list[Span]], known: set[str], gaz: G
         for span in spans:
             if span.label not in ("PERSON", "PET"):
                 continue
-            for m in _WORD.finditer(text[span.start : span.end].lower()):
-                word = m.group(0).removesuffix("'s")
+            for m in TOKEN.finditer(text[span.start : span.end].lower()):
+                word = m.group(0).rstrip("'-").removesuffix("'s")
                 if spreads(word, span.label, gaz, freq):
                     labels.setdefault(word, span.label)
     known.update(labels)
@@ -65,7 +62,7 @@ def propagate(texts: list[str], found: list[list[Span]], known: set[str], gaz: G
     rx = re.compile(r"\b(" + "|".join(sorted(map(re.escape, known))) + r")(?:'s)?\b", re.I)
     out = []
     for text, spans in zip(texts, found, strict=True):
-        extra = [Span(m.start(), m.end(), labels.get(m.group(1).lower(), "PERSON"))
+        extra = [Span(m.start(), m.end(), labels.get(m.group(1).lower(), "PERSON"), "propagate")
                  for m in rx.finditer(text)]  # fmt: skip
         out.append(spans + extra)
     return out

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import re
 
-_DIGIT = r"(?:zero|oh|o|nought|one|two|three|four|five|six|seven|eight|nine|double|triple)"
+from companion.research.words import alternation
+
+_DIGIT = f"(?:{alternation('said_digits')})"
 _TEEN = r"(?:ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen)"
 _TENS = r"(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
 _UNIT = r"(?:one|two|three|four|five|six|seven|eight|nine)"
@@ -22,10 +24,7 @@ _ORDINAL = (
 # "fortieth", "ninetieth": the tens' ordinals are not the tens with "ieth" ("fortyieth").
 _TENTHS = r"(?:twentieth|thirtieth|fortieth|fiftieth|sixtieth|seventieth|eightieth|ninetieth)"
 _ORD_DIGITS = r"(?:\d{1,2}(?:st|nd|rd|th))"
-_MONTH = (
-    r"(?:january|february|march|april|may|june|july|august|september|october|november|"
-    r"december|jan|feb|sept|aug|oct|nov|dec)"  # "the ninth of feb": said short too
-)
+_MONTH = f"(?:{alternation('months', 'month_abbreviations_said')})"  # "the ninth of feb"
 # "nineteen eighty two", "two thousand and five", "twenty twenty three"
 _YEAR = (
     rf"(?:(?:nineteen|twenty)[\s-](?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|hundred|oh[\s-]{_UNIT})"
@@ -33,7 +32,7 @@ _YEAR = (
 )
 
 # Six or more digit words in a row (phone numbers, ids), with "double"/"triple" counted once.
-# Letters read out around them belong to the number ("q q one two three four five six c",
+# Letters read out around them belong to the number ("a b one two three four five six d",
 # a national insurance number); "a" and "i" are words, not letters, before it.
 # Groups read as numbers count too ("oh seven seven hundred nine hundred"), and a leading
 # "plus" ("plus four four seven ...").
@@ -49,15 +48,12 @@ SPOKEN_ID = re.compile(
     rf"(?<![\w'])(?:[a-z]\s+){{2,3}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{3,}}\b", re.IGNORECASE
 )
 _WORD = r"[a-z0-9][a-z0-9_-]*"
-# A local part said as several words ("z haverford forty at ..."): up to four words back
+# A local part said as several words ("z pennick forty at ..."): up to four words back
 # from "at", not the words that introduce it ("my email is", "it's").
-_INTRO = r"(?:is|it's|its|me|email|e-mail|mail|address|at|on|to|was|my|his|her|the|and|or|it)"
+_INTRO = f"(?:{alternation('email_intro')})"
 _LOCAL = rf"(?!{_INTRO}\b){_WORD}"
 _JOIN = r"(?:dot|underscore|dash|hyphen|plus)"
-_PROVIDERS = (
-    r"gmail|googlemail|hotmail|yahoo|outlook|btinternet|aol|icloud|talktalk|protonmail|"
-    r"ntlworld|blueyonder|tiscali"
-)
+_PROVIDERS = alternation("email_providers")
 SPOKEN_EMAIL = re.compile(
     rf"(?<![\w']){_LOCAL}(?:\s+{_JOIN}\s+{_WORD}|\s+{_LOCAL}){{0,4}}\s+(?:at|@)\s+"
     rf"(?:{_WORD}(?:\s+(?:(?:dash|hyphen)\s+)?{_WORD}){{0,4}}"
@@ -67,8 +63,10 @@ SPOKEN_EMAIL = re.compile(
 )
 _TWO_DIGITS = rf"(?:{_TENS}[\s-]{_UNIT}|oh[\s-]{_UNIT})(?!\s+(?:people|of|years|pounds|quid)\b)"
 SPOKEN_DATES = [
-    re.compile(rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+(?:{_YEAR}|{_TWO_DIGITS}))?\b",
-               re.IGNORECASE),  # "the eleventh of april ninety one"
+    re.compile(
+        rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?{_MONTH}(?:,?\s+(?:{_YEAR}|{_TWO_DIGITS}))?\b",
+        re.IGNORECASE,
+    ),  # "the second of june sixty four"
     re.compile(rf"\b{_MONTH}\s+(?:the\s+)?{_ORDINAL}(?:,?\s+{_YEAR})?\b", re.IGNORECASE),
     re.compile(rf"\b(?:(?:in|of|since)\s+)?{_MONTH}\s+{_YEAR}\b", re.IGNORECASE),
     re.compile(
@@ -76,10 +74,6 @@ SPOKEN_DATES = [
         rf"{_YEAR}\b",
         re.IGNORECASE,
     ),
-    # "nineteen fifty seven" needs no preposition: said that way it is always a year
-    re.compile(
-        rf"\bnineteen[\s-](?:{_TENS}(?:[\s-]{_UNIT})?|hundred|oh[\s-]{_UNIT})\b", re.IGNORECASE
-    ),  # fmt: skip
 ]
 # What a number counts when it is no age: "turned three pages", "ten minutes late".
 _COUNTED = (
@@ -99,11 +93,6 @@ AGE = re.compile(
     rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENTHS})\s+birthday)\b",
     re.IGNORECASE,
 )
-# "back in sixty eight", "the summer of seventy six": a year said by its last two digits.
-SHORT_YEAR = re.compile(
-    rf"\b(?:in|since|from|until|till|of)\s+{_TENS}[\s-]{_UNIT}\b(?!\s+(?:{_UNITS})\b)",
-    re.IGNORECASE,
-)
 AGE_NUMBER = (
     r"(?:(?:nearly|almost|only|just|barely|about|over|coming up to|going on|getting on for|"
     r"pushing|well over|rising)\s+)?"
@@ -118,24 +107,15 @@ SAID_AGE = re.compile(
     rf"(?!\s+(?:{_UNITS})\b)",
     re.IGNORECASE,
 )
-# "Little Bartek is six now": the same after a capitalised name (group 1; `deidentify` drops
-# words that are no names, "It is six").
-NAMED_AGE = re.compile(
-    r"\b([A-Z][a-z][\w'-]*)\s+(?:is|was|turned|turns|'s|will be|'ll be)\s+"
-    rf"((?i:{AGE_NUMBER}))\b(?!\s+(?i:{_UNITS})\b)"
-)
 
 # "Cliff Dunmore, seventy-four, who referees": an age set off by commas after a name.
 APPOSED_AGE = re.compile(
     rf"\b[A-Z][\w'-]+\s*(?:,|\s[—–-])\s+((?i:{AGE_NUMBER})|1[01]\d),(?=\s)"
-)  # "Dot — seventy-two, a widow"
+)  # "Mabel — eighty-one, a widow"
 
-# "twenty two hawthorn drive", "on cherry tree avenue": a street said, with or without its
+# "forty one rowan close", "on chestnut avenue": a street said, with or without its
 # number; the words between are not function words ("five miles up the hill" stays).
-_STREET = (
-    r"(?:street|road|avenue|lane|drive|close|crescent|grove|terrace|gardens|way|place|court|"
-    r"row|mews|square|walk|parade|rise|view|hill|brae|wynd|vennel|heights|meadows)"
-)
+_STREET = f"(?:{alternation('street_kinds', 'street_kinds_said_only')})"
 _FUNCTION = (
     r"(?:the|a|an|my|our|his|her|their|your|this|that|of|and|or|to|in|on|at|up|down|by|for|"
     r"with|from|into|all|some|more|i|we|you|he|she|they|it|was|is|were|are|minutes?|miles?|"
@@ -161,24 +141,14 @@ _ON_STREET = re.compile(
     r"terrace|gardens|mews|parade|cottage|farm|lodge|manor|grange))\b",
     re.IGNORECASE,
 )
-# "the corner of maple avenue and birch road": a second street joined to a first.
-_AND_STREET = re.compile(
-    rf"\b{_STREET}\s+and\s+((?:{_NAME_WORD}\s+){{1,2}}{_STREET})\b", re.IGNORECASE
-)
-# "flat two stroke one": a tenement flat read out.
-SPOKEN_FLAT = re.compile(
-    rf"\bflat\s+(?:is\s+|number\s+)?{_NUMBER}\s+(?:stroke|slash|oblique|over)\s+{_NUMBER}\b"
-    rf"|\b{_NUMBER}\s+stroke\s+{_NUMBER}\b",  # "stroke" is said for a flat's slash only
-    re.IGNORECASE,
-)
-# A postcode read out: "b twenty three five q w", "l s six two q t".
+# A postcode read out: "m fourteen two a b", "l s six two q t".
 SPOKEN_POSTCODE = re.compile(
     rf"\b(?:[a-z]\s+)?[a-z]{{1,2}}\s+(?:{_NUMBER}|{_DIGIT}(?:\s+{_DIGIT})?)\s+(?:[a-z]\s+)?"
     rf"{_DIGIT}\s+[a-z]\s+[a-z]\b",
     re.IGNORECASE,
 )
 
-# "is ninety two now", "would have been seventy five", "lived to 101", "for my 80th": ages
+# "is ninety one now", "would have been eighty one", "lived to 101", "for my 80th": ages
 # said with what marks them as ages rather than counts.
 _AGE_OR_DIGITS = rf"(?:{AGE_NUMBER}|1[01]\d)"
 AGE_MARKED = re.compile(
@@ -195,7 +165,7 @@ AGE_MARKED = re.compile(
     rf"(?!\s+(?:past|to|minutes|hundred|{_UNITS})\b)"
     rf"|(?:girl|boy|lad|lass|child|kid|man|woman|youngster|baby) of\s+({AGE_NUMBER}))\b"
 )
-# "the summer of seventy six", "christmas day nineteen ninety", "the third of the fifth",
+# "the winter of sixty three", "christmas day nineteen ninety", "the third of the fifth",
 # "on 17.05": dates said in ways the patterns above miss.
 _SHORT = rf"(?:'?\d{{2}}|\d{{4}}|{_YEAR}|{_TENS}(?:[\s-]{_UNIT})?)"
 MORE_DATES = re.compile(
@@ -229,21 +199,11 @@ ON_DAY = re.compile(
 )
 
 # "saturday the fifth", "on Friday the 11th": a weekday with its date pins a day.
-_WEEKDAY = (
-    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tue|tues|wed|weds|thu|"
-    r"thur|thurs|fri|sat|sun)\.?"  # "Tues 4th"
-)
+_WEEKDAY = rf"(?:{alternation('weekdays', 'weekday_abbreviations')})\.?"  # "Tues 4th"
 WEEKDAY_DATE = re.compile(
     rf"\b{_WEEKDAY},?\s+(?:the\s+)?(?:{_ORDINAL}|{_ORD_DIGITS}|(?:[12]\d|3[01]|0?[1-9])(?=\s+{_MONTH}))"
     r"\b(?!\s+(?:time|floor|row)\b)"
     rf"|\b{_MONTH}\.?\s+['’]\d\d\b",  # "March '98"
-    re.IGNORECASE,
-)
-# A user name or handle: "harpreet_s98", "@preet_s", "preet98", "preet underscore s": an
-# underscore (typed or said) or letters run into two or more digits is never ordinary prose.
-HANDLE = re.compile(
-    r"(?<![\w@.])@[A-Za-z0-9_.]{2,}|\b[A-Za-z]+_[A-Za-z0-9_]+\b|\b[A-Za-z]{3,}\d{2,}\b"
-    rf"|\b[a-z0-9]+(?:\s+underscore\s+[a-z0-9]+)+(?:\s+(?:{_DIGIT}|{_TEEN}|{_TENS})\b)*",
     re.IGNORECASE,
 )
 # "due in april", "since last august", "the wedding in may": a month said alone after a word
@@ -259,19 +219,6 @@ _FEAST = r"(?:christmas|boxing|new year'?s|valentine'?s|easter|hallowe'?en|st pa
 BIRTHDAY = re.compile(
     rf"\b(?:(?:birthday|anniversary|due date)(?:'s|\s+is|\s+was)|born\s+on)\s+"
     rf"(the\s+(?:{_ORDINAL}|{_ORD_DIGITS})|{_FEAST}(?:\s+(?:day|eve))?)\b",
-    re.IGNORECASE,
-)
-# "on twelve june", "from three may": a day said as a cardinal before its month.
-CARDINAL_DATE = re.compile(
-    rf"\b(?:on|the|by|until|till|from|since|before|after)\s+((?:(?:twenty|thirty)(?:[\s-]one|"
-    rf"[\s-]{_UNIT_2})?|{_TEEN}|{_UNIT})\s+{_MONTH})\b(?!\s+(?:i|we|you|be|have|not)\b)",
-    re.IGNORECASE,
-)
-# "in his eighties", "her early fifties", "in my 80s": an age by its decade.
-DECADE_AGE = re.compile(
-    r"\b(?:in|into)\s+(?:his|her|their|my|your|our)\s+(?:(?:early|mid|late)[\s-]+)?"
-    r"(?:teens|twenties|thirties|forties|fifties|sixties|seventies|eighties|nineties|"
-    r"[1-9]0'?s)\b",
     re.IGNORECASE,
 )
 # "the booking reference is x q seven nine two": what follows a reference's name, letters
@@ -296,7 +243,7 @@ NUMBER_RUN = re.compile(
     r"(?:\s+(?![ai]\b)[a-z]\b)?",
     re.IGNORECASE,
 )
-# "who's seventy-four and grows chillies", "pearl is sixty three and does aqua": a person
+# "who's eighty-one and keeps bees", "mabel is seventy one and still swims": a person
 # (named, or "who") is a bare number and then goes on with the sentence.
 _AGE_END = (
     r"(?=\s*(?:[,.;:!?]|$)|\s+(?:and|now|but|so|already|still|next|this|today|yet|going|"
@@ -321,34 +268,28 @@ NAME_IS_AGE = re.compile(
     re.IGNORECASE,
 )
 
-PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("ADDRESS", SPOKEN_ADDRESS),
-    ("ADDRESS", SPOKEN_POSTCODE),
-    ("ADDRESS", SPOKEN_FLAT),
-    ("PHONE", SPOKEN_DIGITS),
-    ("ID", SPOKEN_ID),
-    *(("DATE", p) for p in SPOKEN_DATES),
-    ("AGE", AGE),
-    ("DATE", SHORT_YEAR),
-    ("DATE", MORE_DATES),
-    ("DATE", WEEKDAY_DATE),
-    ("DATE", NAMED_DAY),
-    ("AGE", DECADE_AGE),
-    ("ID", HANDLE),
+PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
+    ("spoken_address", "ADDRESS", SPOKEN_ADDRESS),
+    ("spoken_postcode", "ADDRESS", SPOKEN_POSTCODE),
+    ("spoken_digits", "PHONE", SPOKEN_DIGITS),
+    ("spoken_id", "ID", SPOKEN_ID),
+    *((f"spoken_date_{i}", "DATE", p) for i, p in enumerate(SPOKEN_DATES)),
+    ("spoken_age", "AGE", AGE),
+    ("more_dates", "DATE", MORE_DATES),
+    ("weekday_date", "DATE", WEEKDAY_DATE),
+    ("named_day", "DATE", NAMED_DAY),
 ]
-GROUPED: list[tuple[str, re.Pattern[str]]] = [
+GROUPED: list[tuple[str, str, re.Pattern[str]]] = [
     # every start tried (a lookahead): "reach k at k dot lee at gmail dot com" has two
-    ("EMAIL", re.compile(rf"(?=({SPOKEN_EMAIL.pattern}))", re.IGNORECASE)),
-    ("AGE", SAID_AGE),
-    ("ADDRESS", _LIVED_ON),
-    ("ADDRESS", _ON_STREET),
-    ("ADDRESS", _AND_STREET),
-    ("DATE", ON_DAY),
-    ("DATE", MONTH_ALONE),
-    ("DATE", CARDINAL_DATE),
-    ("DATE", BIRTHDAY),
-    ("ID", CODE),
-    ("AGE", WHO_AGE),
-    ("AGE", APPOSED_AGE),
-    ("AGE", AGE_AND),
+    ("spoken_email", "EMAIL", re.compile(rf"(?=({SPOKEN_EMAIL.pattern}))", re.IGNORECASE)),
+    ("said_age", "AGE", SAID_AGE),
+    ("lived_on", "ADDRESS", _LIVED_ON),
+    ("on_street", "ADDRESS", _ON_STREET),
+    ("on_day", "DATE", ON_DAY),
+    ("month_alone", "DATE", MONTH_ALONE),
+    ("birthday_date", "DATE", BIRTHDAY),
+    ("spoken_code", "ID", CODE),
+    ("who_age", "AGE", WHO_AGE),
+    ("apposed_age", "AGE", APPOSED_AGE),
+    ("age_and", "AGE", AGE_AND),
 ]  # the group is the span

@@ -28,14 +28,15 @@ from companion.research.casing import _NOT_PROPER, _PLACE_CUES
 from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import INSTALL_HINT, NerUnavailable, Span
+from companion.research.words import THRESHOLDS, TOKEN
 
 FREQUENCIES = ("wordfreq", "data/small_en.msgpack.gz")
 FREQUENCIES_SHA256 = "f94a80cba6a3857b260d0666b5432bb7ea9b85315574dee9c306e87f61298247"
 # Zipf scale (log10 of uses per billion words): 3 is once per million words.
-NAME_ZIPF = 3.0  # a listed name that is also an English word rarer than this is a name
-UNKNOWN_ZIPF = 3.5  # a word no dictionary knows but at least this frequent is English
+NAME_ZIPF = THRESHOLDS["rare_name_zipf"]  # a listed name that is a rarer English word: a name
+UNKNOWN_ZIPF = THRESHOLDS["english_zipf"]  # a word no dictionary knows this frequent is English
 
-_WORD = re.compile(r"[a-z][a-z'-]*")
+_WORD = TOKEN
 _PREFIXES = ("co", "re", "un", "non", "over", "out", "mis", "pre", "under", "super")
 _SPELLED_TOKEN = re.compile(
     r"[a-z]|dot|at|underscore|dash|hyphen|zero|oh|one|two|three|four|five|six|seven|eight|"
@@ -140,7 +141,7 @@ def spelled(text: str, names: list[Span]) -> list[Span]:
     return spans
 
 
-CANDIDATE_ZIPF = 4.0  # a first name more frequent than this as a word ("will", "sunny") stays
+CANDIDATE_ZIPF = THRESHOLDS["candidate_zipf"]  # a first name this frequent as a word stays
 
 
 def name_candidates(view: str, gaz: Gazetteer, freq: dict[str, float]) -> str:

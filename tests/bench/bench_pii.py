@@ -9,7 +9,15 @@ personal details; any redaction there counts against us). `--voice` also measure
 sentences as a recogniser writes them (lower case, no punctuation).
 
     .venv/bin/python tests/bench/bench_pii.py [--sentences 120] [--situations FILE] [--voice]
-        [--set3] [--set4] ... [--set14] [--misses] [--set15] [--month DAYS]
+        [--set3] [--set4] ... [--set14] [--misses] [--set15] [--month DAYS] [--off RULE,...]
+    .venv/bin/python tests/bench/bench_pii.py --by-rule [--situations FILE]
+
+`--by-rule` measures every recognizer (companion/research/recognizers.py) on sets 3 to 15
+(each part, typed and as recognised, one export): the items it helps catch, the items lost
+when its spans are taken away (the others' kept), and its false hits, the words it redacts in
+the EmpatheticDialogues situations read as exports (typed and lower case; "alone": redacted
+by it and no other recognizer). `--off` switches recognizers off for the whole run, which
+measures a rule's real loss (widening and propagation included) before it is removed.
 
 Sets 3 and 4 (tests/bench/pii_set3.txt, pii_set4.txt) were each written by someone who had
 not seen the rules, run once as the held-out result, and are development sets since:
@@ -48,13 +56,25 @@ SET3 = Path(__file__).with_name("pii_set3.txt")  # the development set since iss
 
 # Each later set, written the same way, and the round of issue 14 since which it is a
 # development set (its misses may be read); the last is held out: counts only, run once.
-DEV_SETS = {4: "second", 5: "fourth", 6: "sixth", 7: "seventh", 8: "eighth", 9: "ninth",
-            10: "tenth", 11: "eleventh", 12: "twelfth", 13: "thirteenth", 14: "fourteenth"}
+DEV_SETS = {
+    4: "second",
+    5: "fourth",
+    6: "sixth",
+    7: "seventh",
+    8: "eighth",
+    9: "ninth",
+    10: "tenth",
+    11: "eleventh",
+    12: "twelfth",
+    13: "thirteenth",
+    14: "fourteenth",
+}
 HELD_OUT = 15
 
 
 def set_path(n: int) -> Path:
     return Path(__file__).with_name(f"pii_set{n}.txt")
+
 
 # The participant's own contact details (the goal is 100 % for them and their own name).
 CONTACT = ("phone", "phone_spoken", "email", "email_spoken")
@@ -124,6 +144,63 @@ def over_redaction(redactor: Redactor, path: Path, lower: bool) -> tuple[int, in
     return redacted, words, elapsed
 
 
+def by_rule(off: frozenset[str], situations: Path) -> None:
+    """Per recognizer: items it helps catch and items lost without its spans, per set; its
+    false hits on ordinary text."""
+    from companion.research.recognizers import AFTER, GAZETTEER, TEXT
+
+    rules = [*TEXT, *GAZETTEER, *AFTER]
+    sets = [3, *DEV_SETS, HELD_OUT]
+    helped: dict[str, Counter[int]] = {r.name: Counter() for r in rules}
+    lost: dict[str, Counter[int]] = {r.name: Counter() for r in rules}
+    for n in sets:
+        path = set_path(n)
+        redactor = redactor_for([participant(path)], load_pipeline(), off)
+        for part in set3(path):
+            redactor.propagated.clear()  # each part one export
+            texts = [s.text for s in part]
+            for s, text, spans in zip(part, texts, redactor.spans_many(texts), strict=True):
+                for _kind, a, b in s.items:
+                    if not caught(text, a, b, [(sp.start, sp.end) for sp in spans]):
+                        continue
+                    for rule in {sp.rule for sp in spans if sp.start < b and a < sp.end}:
+                        helped[rule][n] += 1
+                        rest = [(sp.start, sp.end) for sp in spans if sp.rule != rule]
+                        if not caught(text, a, b, rest):
+                            lost[rule][n] += 1
+    false: dict[str, list[int]] = {r.name: [0, 0, 0, 0] for r in rules}
+    redactor = redactor_for([participant(set_path(HELD_OUT))], load_pipeline(), off)
+    with situations.open(newline="", encoding="utf-8") as f:
+        typed = [row["content"] for row in csv.DictReader(f)]
+    words = 0
+    for col, texts in enumerate((typed, [re.sub(r"[^\w\s@'-]", " ", t).lower() for t in typed])):
+        for i in range(0, len(texts), EXPORT_TEXTS):
+            redactor.propagated.clear()
+            chunk = texts[i : i + EXPORT_TEXTS]
+            for text, spans in zip(chunk, redactor.spans_many(chunk), strict=True):
+                for m in re.finditer(r"\S+", text):
+                    words += col == 0
+                    by = {sp.rule for sp in spans if sp.start < m.end() and m.start() < sp.end}
+                    for rule in by:
+                        false[rule][2 * col] += 1
+                        false[rule][2 * col + 1] += len(by) == 1
+    print(
+        f"\nby recognizer, sets {', '.join(map(str, sets))} (each part one export); "
+        f"false hits on {situations.name} ({words} words), typed and lower case"
+    )
+    print(
+        f"  {'recognizer':20s} {'entity':8s} {'helps':>5s} {'lost':>4s}  lost per set"
+        f"{'':18s} {'typed':>5s} {'alone':>5s} {'lower':>5s} {'alone':>5s}"
+    )
+    for r in rules:
+        per_set = " ".join(f"s{n}:{k}" for n, k in sorted(lost[r.name].items()))
+        t, ta, lw, la = false[r.name]
+        print(
+            f"  {r.name:20s} {r.entity:8s} {sum(helped[r.name].values()):5d} "
+            f"{sum(lost[r.name].values()):4d}  {per_set:30s} {t:5d} {ta:5d} {lw:5d} {la:5d}"
+        )
+
+
 def month(days: int) -> None:
     """Time `export --deidentify --include-transcripts` of one device's month, its story
     turns made long (about 200 words each, as a spoken story runs)."""
@@ -179,10 +256,17 @@ if __name__ == "__main__":
     parser.add_argument(f"--set{HELD_OUT}", action="store_true",
                         help=f"Held-out set {HELD_OUT} (counts only).")  # fmt: skip
     parser.add_argument("--month", type=int, default=30, help="Days of transcripts (0: none).")
+    parser.add_argument("--by-rule", action="store_true", help="Measure every recognizer.")
+    parser.add_argument("--off", default="", help="Recognizers to switch off (comma-separated).")
     args = parser.parse_args()
+    off = frozenset(filter(None, args.off.split(",")))
+    if args.by_rule:
+        print(f"{cpu_line()}; Python {platform.python_version()}; off: {sorted(off) or 'none'}")
+        by_rule(off, args.situations)
+        raise SystemExit(0)
     print(f"{cpu_line()}; Python {platform.python_version()}")
     t0 = time.perf_counter()
-    redactor = redactor_for([OWN_FIRST], load_pipeline())
+    redactor = redactor_for([OWN_FIRST], load_pipeline(), off)
     print(f"pipeline {redactor.method} loaded in {time.perf_counter() - t0:.2f} s")
     sentences = planted_sentences(args.sentences)
     report("written (typed) sentences", *recall(redactor, False, sentences))
@@ -206,7 +290,7 @@ if __name__ == "__main__":
     for set_name, path, note in held:
         typed_n, spoken_n = set3(path)
         # each set's participant as config.toml knows them (its header), in a fresh export
-        redactor = redactor_for([participant(path)], load_pipeline())
+        redactor = redactor_for([participant(path)], load_pipeline(), off)
         for name, part in (("typed", typed_n), ("as recognised", spoken_n),
                            ("all", typed_n + spoken_n)):  # fmt: skip
             redactor.propagated.clear()  # each part one export

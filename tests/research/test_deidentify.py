@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from companion.research.deidentify import load_or_create_salt, pseudonym, redactor_for
-from companion.research.export import ExportOptions, export_home
+from companion.research.export import ExportOptions, export_home, read_manifest
 from tests.helpers.run import REPO, run_cli
 from tests.helpers.study import PLANTED, fill_study, make_home
 
@@ -52,6 +52,10 @@ def test_planted_details_never_appear(planted_home, tmp_path):
     for tag in ("[PERSON]", "[DATE]", "[ADDRESS]", "[PHONE]", "[EMAIL]"):
         assert tag in line
     assert "fix the fence" in line  # the rest of the story survives
+    # the manifest counts the spans each recognizer made, and stays valid
+    counts = read_manifest(out)["recognizers"]
+    assert {"email", "phone", "own_names", "ner"} <= set(counts)
+    assert all(isinstance(n, int) and n > 0 for n in counts.values())
 
 
 def test_pseudonyms_stable_with_same_salt(planted_home, tmp_path):

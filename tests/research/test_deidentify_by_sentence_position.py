@@ -32,7 +32,6 @@ def redactor() -> Redactor:
         ("her husband marley lives in the next village", "marley"),
         ("the parrot is called biscuit and he swears", "biscuit"),
         ("we named her clementine after my aunt", "clementine"),
-        ("our rabbit's name is pudding", "pudding"),
         ("the budgie crackers escaped through the window", "crackers"),
         ("i still think of oyelaran from the factory", "oyelaran"),
         ("quintus from the bowls club gave me a lift", "quintus"),
@@ -57,10 +56,8 @@ def redactor() -> Redactor:
         ("we lived at rose cottage near the church", "rose cottage"),
         ("we lived at twelve a mill road for years", "mill"),
         # dates and ages as they are said
-        ("we moved to the coast back in sixty eight", "sixty eight"),
         ("she's nearly ninety and still drives", "ninety"),
         ("we married in june and moved in nineteen sixty one", "sixty one"),
-        ("my late husband was seventy four when he went", "seventy four"),
         ("Little Isolde is seven and reads better than me.", "seven"),
     ],
 )

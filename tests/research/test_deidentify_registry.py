@@ -1,0 +1,91 @@
+"""The recognizer registry: every recognizer finds its own examples and nothing in its
+counterexamples (both from companion/data/deidentify.json), read as an export reads them
+(the real spaCy pipeline and gazetteers); every span names its recognizer; the data file is
+refused when it is not the pinned version; and a recognizer switched off makes no span."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from companion.errors import ConfigError
+from companion.research import recognizers, words
+from companion.research.deidentify import apply_spans, redactor_for
+from companion.research.ner import load_pipeline
+
+REGISTRY = (*recognizers.TEXT, *recognizers.GAZETTEER, *recognizers.AFTER)
+# A rule that only joins what others found has no sentence of its own yet.
+WITHOUT_EXAMPLE = {"joined"}
+
+
+def found(rule: recognizers.Recognizer, text: str) -> list[tuple[int, int]]:
+    """The spans `rule` makes in `text`, read as an export reads it (patterns only for the
+    rules that run without the gazetteer)."""
+    ner = None if rule.stage == "plain" else load_pipeline()
+    spans = redactor_for(["Zelda"], ner).spans_many([text])[0]
+    return [(s.start, s.end) for s in spans if s.rule == rule.name]
+
+
+def test_names_are_unique_and_every_span_names_its_recognizer() -> None:
+    names = [r.name for r in REGISTRY]
+    assert len(names) == len(set(names))
+    text = "I rang Delphine on 07911 204 883 about the 4th of May; my dog Biscuit barked."
+    spans = redactor_for(["Zelda"], load_pipeline()).spans_many([text])[0]
+    assert spans and {s.rule for s in spans} <= set(names)
+
+
+@pytest.mark.parametrize(
+    ("rule", "example"),
+    [(r, e) for r in REGISTRY for e in r.examples],
+    ids=lambda v: v.name if isinstance(v, recognizers.Recognizer) else "",
+)
+def test_recognizer_finds_its_example(rule: recognizers.Recognizer, example: str) -> None:
+    start = example.index("[")
+    end = example.index("]") - 1
+    text = example.replace("[", "", 1).replace("]", "", 1)
+    spans = found(rule, text)
+    assert any(a <= start and end <= b for a, b in spans), (rule.name, text, spans)
+
+
+@pytest.mark.parametrize(
+    ("rule", "text"),
+    [(r, c) for r in REGISTRY for c in r.counterexamples],
+    ids=lambda v: v.name if isinstance(v, recognizers.Recognizer) else "",
+)
+def test_recognizer_leaves_its_counterexample(rule: recognizers.Recognizer, text: str) -> None:
+    assert found(rule, text) == []
+
+
+def test_every_recognizer_has_examples() -> None:
+    bare = {r.name for r in REGISTRY if not r.examples or not r.counterexamples}
+    assert bare == WITHOUT_EXAMPLE
+
+
+def test_a_recognizer_switched_off_makes_no_span() -> None:
+    text = "Phone me on 07911 204 883 after six."
+    on = redactor_for(["Zelda"], load_pipeline())
+    off = redactor_for(["Zelda"], load_pipeline(), off={"phone", "ner"})
+    assert any(s.rule == "phone" for s in on.spans_many([text])[0])
+    assert apply_spans(text, off.spans_many([text])[0]) == text
+
+
+def test_data_file_is_pinned() -> None:
+    raw = resources.files("companion.data").joinpath(words.DATA_FILE).read_bytes()
+    data = words.check(raw)
+    assert data["version"] >= 1 and data["source"]
+    assert all(isinstance(v, list) and v for v in data["lists"].values())
+    changed = json.dumps({**data, "version": data["version"] + 1}).encode()
+    with pytest.raises(ConfigError, match="deidentify.json does not match its pinned sha256"):
+        words.check(changed)
+
+
+def test_every_list_and_threshold_of_the_data_file_is_read() -> None:
+    """A list nothing reads is a rule removed and its words left behind."""
+    code = "".join(p.read_text("utf-8") for p in Path(recognizers.__file__).parent.glob("*.py"))
+    data = words.data()
+    names = [*data["lists"], *(k for k in data["thresholds"] if not k.startswith("_"))]
+    assert [n for n in names if f'"{n}"' not in code and f"'{n}'" not in code] == []
+    assert set(data["recognizers"]) - {"_"} <= {r.name for r in REGISTRY}
