@@ -249,13 +249,15 @@ def _rescue(opened: Opened) -> str:
 
 
 def voice_settings(opened: Opened) -> VoiceSettings:
-    """The [voice] config, with the protocol's audio-retention choice and the home (where
-    the vosk model is looked for)."""
+    """The [voice] config, with the protocol's audio-retention choice and speech pacing, and
+    the home (where the vosk model and a relative piper voice are looked for)."""
     from companion.voice.channels import VoiceSettings
 
     return VoiceSettings(
         **dataclasses.asdict(opened.config.voice),
         keep_audio=opened.protocol.keep_audio,
+        speaking_rate=opened.protocol.speaking_rate,
+        sentence_pause_s=opened.protocol.sentence_pause_seconds,
         home=opened.home.path,
     )
 
