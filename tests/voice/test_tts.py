@@ -296,3 +296,28 @@ def test_the_session_pauses_before_the_story_for_the_protocol_time(home: Path) -
     before, after = channel.events[n - 1][1], channel.events[n + 1][1]
     purposes = {text: purpose for purpose, text in rows}
     assert (purposes[before], purposes[after]) == ("story_intro", "story_reading")
+
+
+def test_the_voice_channel_pauses_in_silence_with_the_microphone_muted() -> None:
+    from companion.voice.audio import WavSource
+    from companion.voice.channels import VoiceChannel, VoiceSettings
+
+    class Watched(WavSink):
+        def __init__(self, source: WavSource) -> None:
+            super().__init__()
+            self.source, self.muted = source, []
+
+        def play(self, pcm: bytes, sample_rate: int) -> None:
+            self.muted.append(self.source._muted)
+            super().play(pcm, sample_rate)
+
+    source = WavSource.from_pcm(b"")
+    sink = Watched(source)
+    speaker = Speaker(SpeakerSettings(engine="pyttsx3"))
+    channel = VoiceChannel(VoiceSettings(), source, sink, speaker=speaker)  # type: ignore[arg-type]
+    channel.pause(1.5)
+    channel.say("Here is a story.")
+    channel.close()
+    assert sink.muted == [True, True] and not source._muted
+    (pcm, rate), _ = sink.played
+    assert len(pcm) / 2 / rate == pytest.approx(1.5) and not any(pcm)
