@@ -33,7 +33,7 @@ BELOW = {
 }
 # numpy is not here: sqlite-utils imports it whenever it is installed.
 HEAVY = ("onnxruntime", "vosk", "pocketsphinx", "sounddevice", "matplotlib", "apscheduler",
-         "tokenizers", "webrtcvad", "pyttsx3")  # fmt: skip
+         "tokenizers", "webrtcvad", "pyttsx3", "piper")  # fmt: skip
 
 
 def component(dotted: str) -> str:

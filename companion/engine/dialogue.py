@@ -56,3 +56,11 @@ class Channel(Protocol):
 
     def close(self) -> None:
         """Release devices. Safe to call twice."""
+
+
+def pause(channel: Channel, seconds: float) -> None:
+    """A silence in the companion's speech, on a channel that speaks (its optional
+    `pause(seconds)`); text has none."""
+    hold = getattr(channel, "pause", None)
+    if hold is not None and seconds > 0:
+        hold(seconds)

@@ -129,6 +129,13 @@ class Protocol:
     confirm_voice_answers: ConfirmPolicy = "when_unsure"
     # Voice mode: keep participant turns as 16 kHz WAV files under HOME/audio.
     keep_audio: bool = False
+    # Voice mode: how fast the companion speaks, relative to its voice's own pace (0.5..2;
+    # 0.8 = 20 % slower): piper's length_scale is its inverse, pyttsx3's words per minute
+    # are [voice] tts_rate times it.
+    speaking_rate: float = 1.0
+    # Voice mode: the silence between two sentences, and before a story is read, in seconds.
+    sentence_pause_seconds: float = 0.35
+    story_pause_seconds: float = 1.2
     # Every wording of each prompt, the [prompts] one first, then [prompts.alternatives]: the
     # session says the one not said for longest (engine.variety).
     alternatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -211,6 +218,9 @@ def _protocol(data: dict[str, Any], source: str, base: Protocol | None) -> Proto
         "story_max_seconds": lambda k: head.number(k, 5, 1800),
         "confirm_voice_answers": lambda k: _confirm_policy(head.choice(k, CONFIRM_CHOICES)),
         "keep_audio": head.flag,
+        "speaking_rate": lambda k: head.number(k, 0.5, 2.0),
+        "sentence_pause_seconds": lambda k: head.number(k, 0.0, 3.0),
+        "story_pause_seconds": lambda k: head.number(k, 0.0, 10.0),
         "avoid_repeat_days": lambda k: head.integer(k, 0, 366),
         "recall_earlier_stories": head.flag,
     })  # fmt: skip

@@ -23,7 +23,7 @@ import sqlite_utils
 from companion.clock import iso, utc_now
 from companion.engine import answers, confirm
 from companion.engine.acknowledge import acknowledged, logged
-from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
+from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard, pause
 from companion.engine.items import hint_for, parse_item, vocabulary_for
 from companion.engine.match import Exposure, Matcher, choose_story, effective_condition
 from companion.engine.memory import note_recall, phrase_memory, recall_for
@@ -299,6 +299,7 @@ class SessionRun:
             return False
         self.record_exposure(exposure, story_condition=self.protocol.condition)
         self.say(self.prompt("story_intro", title=exposure.story.title), "story_intro")
+        pause(self.channel, self.protocol.story_pause_seconds)
         self.say(exposure.story.text, "story_reading")
         self.say(self.prompt("story_outro"), "story_outro")
         return True

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TextIO
 
 from companion.clock import utc_now
-from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard
+from companion.engine.dialogue import Channel, EndOfInput, Expectation, Heard, pause
 
 STORY_TURNS = (
     "Last weekend my sister and I finally cleared out our late grandmother's garden shed. "
@@ -79,6 +79,9 @@ class PrintingChannel:
         self.out.write(f"  companion: {text}\n")
         self.out.flush()
         self.inner.say(text)
+
+    def pause(self, seconds: float) -> None:
+        pause(self.inner, seconds)
 
     def listen(self, expect: Expectation) -> Heard:
         heard = self.inner.listen(expect)

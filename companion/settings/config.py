@@ -31,6 +31,7 @@ DEVICE_ID_NAME = "device_id"
 PARTICIPANT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 NAME_MAX = 100
 ASR_BACKENDS = ("auto", "vosk", "pocketsphinx")
+TTS_ENGINES = ("piper", "pyttsx3")
 FRAME_SIZES = (10, 20, 30)  # the frame lengths webrtcvad accepts, in ms
 # Ranges checked at load (and by the Speaker, which can be built without a config).
 TTS_RATE = (50, 500)  # words per minute
@@ -59,9 +60,16 @@ class VoiceConfig:
     # Audio devices by (part of their) name, see `companion devices`. None = the system default.
     input_device: str | None = None
     output_device: str | None = None
-    # espeak-ng voice id, name or language (`espeak-ng --voices`).
+    # Speech engine: "piper" (a neural voice, the `voice` extra; pyttsx3 when it is not
+    # installed or its voice file does not verify) or "pyttsx3" (espeak-ng).
+    tts: str = "piper"
+    # The piper voice (.onnx, its .onnx.json beside it), relative to the home or absolute;
+    # it must be one pinned in companion/data/piper_voices.json. None = the packaged voice.
+    piper_voice: str | None = None
+    # pyttsx3's espeak-ng voice id, name or language (`espeak-ng --voices`).
     tts_voice: str = "en-us"
-    # Speaking rate in words per minute (50..500).
+    # pyttsx3's speaking rate in words per minute (50..500); the protocol's speaking_rate
+    # scales it.
     tts_rate: int = 170
     # Speech volume, 0.0 (silent) .. 1.0 (full).
     tts_volume: float = 1.0
@@ -172,6 +180,8 @@ def parse_voice(v: Table) -> VoiceConfig:
         "vosk_model_dir": v.text,
         "input_device": v.text,
         "output_device": v.text,
+        "tts": lambda k: v.choice(k, TTS_ENGINES),
+        "piper_voice": v.text,
         "tts_voice": v.text,
         "tts_rate": lambda k: v.integer(k, *TTS_RATE),
         "tts_volume": lambda k: v.number(k, *TTS_VOLUME),

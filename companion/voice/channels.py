@@ -5,6 +5,7 @@ listen.* in grammar mode for answers and free mode for stories.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -19,7 +20,7 @@ from companion.engine.dialogue import EndOfInput, Expectation, Heard
 from companion.engine.protocol import Protocol
 from companion.errors import ConfigError
 from companion.files import private_dir
-from companion.settings.config import VoiceConfig
+from companion.settings.config import Config, VoiceConfig
 from companion.voice import adaptation, confidence
 from companion.voice.audio import (
     AudioSink,
@@ -33,7 +34,8 @@ from companion.voice.audio import (
 )
 from companion.voice.levels import Levels
 from companion.voice.listen import Mode, RecognizerFactory, Transcript, pick_backend
-from companion.voice.speak import Speaker, SpeakerSettings
+from companion.voice.speak import Speaker, SpeakerSettings, Speech
+from companion.voice.tts import open_speaker
 from companion.voice.turns import (
     NoSpeech,
     SpeechStarted,
@@ -55,6 +57,9 @@ class VoiceSettings(VoiceConfig):
 
     # From the protocol's keep_audio: keep participant turns as 0600 WAVs under HOME/audio.
     keep_audio: bool = False
+    # From the protocol: how fast the companion speaks and the pause between sentences.
+    speaking_rate: float = Protocol.speaking_rate
+    sentence_pause_s: float = Protocol.sentence_pause_seconds
     # The home: resolves a relative vosk_model_dir and finds models installed there.
     # None = no home (a vosk model only from $COMPANION_VOSK_MODEL or an absolute path).
     home: Path | None = None
@@ -75,7 +80,27 @@ class VoiceSettings(VoiceConfig):
         )
 
     def speaker_settings(self) -> SpeakerSettings:
-        return SpeakerSettings(self.tts_voice, self.tts_rate, self.tts_volume)
+        voice = None
+        if self.piper_voice is not None:
+            voice = Path(self.piper_voice).expanduser()
+            if not voice.is_absolute() and self.home is not None:
+                voice = self.home / voice
+        return SpeakerSettings(
+            self.tts_voice, self.tts_rate, self.tts_volume, engine=self.tts, piper_voice=voice,
+            speed=self.speaking_rate, sentence_pause_s=self.sentence_pause_s,
+        )  # fmt: skip
+
+
+def voice_settings(config: Config, protocol: Protocol, home: Path) -> VoiceSettings:
+    """config.toml's [voice] with the protocol's audio retention and speech pacing, and the home
+    (where the vosk model and a relative piper voice are looked for)."""
+    return VoiceSettings(
+        **dataclasses.asdict(config.voice),
+        keep_audio=protocol.keep_audio,
+        speaking_rate=protocol.speaking_rate,
+        sentence_pause_s=protocol.sentence_pause_seconds,
+        home=home,
+    )
 
 
 def judge(
@@ -119,7 +144,7 @@ class VoiceChannel:
         sink: AudioSink,
         *,
         recognizers: RecognizerFactory | None = None,
-        speaker: Speaker | None = None,
+        speaker: Speech | None = None,
         audio_dir: str | Path | None = None,
         clock: Callable[[], datetime] = datetime.now,
         retries: int = 3,
@@ -134,7 +159,7 @@ class VoiceChannel:
         self.sink = sink
         self.recognizers = recognizers or pick_backend(settings, settings.home)
         confidence.fitted()  # a damaged fit stops the session before its first question
-        self.speaker = speaker or Speaker(settings.speaker_settings(), sink)
+        self.speaker = speaker or open_speaker(settings.speaker_settings(), sink)
         if self.speaker.sink is None:
             self.speaker.sink = sink
         if settings.keep_audio and audio_dir is None:
@@ -214,6 +239,16 @@ class VoiceChannel:
                         raise EndOfInput(f"audio output lost: {exc}") from exc
                     log.warning("audio output problem (%d/%d): %s", attempt + 1, self._retries, exc)
                     self._sleep(self._backoff_s * 2**attempt)
+        finally:
+            self.source.set_muted(False)
+
+    def pause(self, seconds: float) -> None:
+        """Silence in the companion's speech (before a story), the microphone still muted."""
+        self.source.set_muted(True)
+        try:
+            self.speaker.pause(seconds)
+        except DeviceError as exc:  # the next say() retries the device
+            log.warning("audio output problem in a pause: %s", exc)
         finally:
             self.source.set_muted(False)
 
