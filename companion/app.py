@@ -6,7 +6,6 @@ parses arguments or prints.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import tempfile
 from dataclasses import dataclass
@@ -251,15 +250,32 @@ def _rescue(opened: Opened) -> str:
 def voice_settings(opened: Opened) -> VoiceSettings:
     """The [voice] config, with the protocol's audio-retention choice and speech pacing, and
     the home (where the vosk model and a relative piper voice are looked for)."""
-    from companion.voice.channels import VoiceSettings
+    from companion.voice.channels import voice_settings as settings
 
-    return VoiceSettings(
-        **dataclasses.asdict(opened.config.voice),
-        keep_audio=opened.protocol.keep_audio,
-        speaking_rate=opened.protocol.speaking_rate,
-        sentence_pause_s=opened.protocol.sentence_pause_seconds,
-        home=opened.home.path,
-    )
+    return settings(opened.config, opened.protocol, opened.home.path)
+
+
+def speak_to_file(home: str | Path | None, text: str, path: Path) -> tuple[str, float]:
+    """What the companion would say, rendered to a WAV file as a session speaks it (the home's
+    engine, voice and the protocol's pacing); no database needed. Returns the engine used and
+    the seconds of audio."""
+    from companion.voice.audio import WavSink, resample, write_wav
+    from companion.voice.channels import voice_settings as settings
+    from companion.voice.tts import open_speaker
+
+    resolved = resolve_home(home)
+    config = load_config(resolved)
+    protocol = load_protocol(config.protocol_path(resolved.path))
+    sink = WavSink()
+    speaker = open_speaker(settings(config, protocol, resolved.path).speaker_settings(), sink)
+    try:
+        seconds = speaker.speak(text)
+        engine = speaker.describe()
+    finally:
+        speaker.close()
+    rate = sink.played[0][1] if sink.played else 16000
+    write_wav(path, b"".join(resample(pcm, r, rate) for pcm, r in sink.played), rate)
+    return engine, seconds
 
 
 def audio_dir(opened: Opened) -> Path:

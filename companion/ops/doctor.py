@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from companion.clock import clock_problem, iso, utc_now
-from companion.engine.protocol import Protocol, load_protocol
+from companion.engine.protocol import Protocol, load_protocol, shipped_protocol
 from companion.errors import CompanionError
 from companion.files import free_bytes
 from companion.settings.config import Config, Home, load_config
@@ -95,6 +95,16 @@ def check_audio(config: Config, probes: Probes) -> list[Finding]:
         else:
             out.append(Finding(kind, "ok", f"{len(names)} device(s), e.g. {names[0]}"))
     return out
+
+
+def check_voice(home: Home, config: Config, protocol: Protocol | None) -> Finding:
+    """The voice a session would speak with (`tts`), loaded and made to speak a word (at the
+    shipped protocol's pace when the home's protocol does not load, which `config` reports)."""
+    from companion.voice.channels import voice_settings
+    from companion.voice.tts import check
+
+    settings = voice_settings(config, protocol or shipped_protocol(), home.path)
+    return Finding("tts", *check(settings.speaker_settings()))
 
 
 def _sidecar_ok(model: Path) -> tuple[Finding, str | None]:
@@ -358,7 +368,8 @@ def run_checks(home: Home, skip: set[str] | None = None,
     except CompanionError as exc:
         configured = Finding("config", "fail", str(exc))
     checks: dict[str, Callable[[], list[Finding]]] = {
-        "audio": lambda: check_audio(config, probes),
+        # The voice loads onnxruntime and espeak-ng: with the devices, the one heavy group.
+        "audio": lambda: [*check_audio(config, probes), check_voice(home, config, protocol)],
         "models": lambda: check_models(home, config, protocol),
         "clock": lambda: [check_clock(home, probes)],
         "disk": lambda: [check_disk(home, probes)],

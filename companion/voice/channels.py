@@ -5,6 +5,7 @@ listen.* in grammar mode for answers and free mode for stories.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -19,7 +20,7 @@ from companion.engine.dialogue import EndOfInput, Expectation, Heard
 from companion.engine.protocol import Protocol
 from companion.errors import ConfigError
 from companion.files import private_dir
-from companion.settings.config import VoiceConfig
+from companion.settings.config import Config, VoiceConfig
 from companion.voice import adaptation, confidence
 from companion.voice.audio import (
     AudioSink,
@@ -88,6 +89,18 @@ class VoiceSettings(VoiceConfig):
             self.tts_voice, self.tts_rate, self.tts_volume, engine=self.tts, piper_voice=voice,
             speed=self.speaking_rate, sentence_pause_s=self.sentence_pause_s,
         )  # fmt: skip
+
+
+def voice_settings(config: Config, protocol: Protocol, home: Path) -> VoiceSettings:
+    """config.toml's [voice] with the protocol's audio retention and speech pacing, and the home
+    (where the vosk model and a relative piper voice are looked for)."""
+    return VoiceSettings(
+        **dataclasses.asdict(config.voice),
+        keep_audio=protocol.keep_audio,
+        speaking_rate=protocol.speaking_rate,
+        sentence_pause_s=protocol.sentence_pause_seconds,
+        home=home,
+    )
 
 
 def judge(

@@ -25,6 +25,7 @@ from companion.voice.speak import SpeakerSettings, Speech
 log = logging.getLogger(__name__)
 
 PINS_FILE = "piper_voices.json"
+SEED = 20261202
 INSTALL_HINT = "install the voice extra: .venv/bin/python -m pip install -e '.[voice]'"
 
 
@@ -83,11 +84,15 @@ def verify(voice: VoiceFiles) -> None:
 def load(voice: VoiceFiles) -> Any:
     """A verified voice, loaded (piper.PiperVoice); VoiceUnavailable for any failure."""
     try:
+        import onnxruntime
         from piper import PiperVoice
     except ImportError:
         raise VoiceUnavailable(f"piper-tts is not installed; {INSTALL_HINT}") from None
     verify(voice)
     try:
+        # The voice's noise comes from random ops seeded when the model loads: seeded, the
+        # same prompts render the same audio in every session (reproducible, testable).
+        onnxruntime.set_seed(SEED)
         return PiperVoice.load(voice.model, voice.config)
     except Exception as exc:  # a model onnxruntime cannot read: the caller falls back
         raise VoiceUnavailable(f"{voice.model}: cannot load ({exc})") from exc
@@ -111,6 +116,11 @@ class PiperSpeaker(Speech):
         from piper import SynthesisConfig
 
         self._config = SynthesisConfig(length_scale=1.0 / s.speed, volume=s.volume)
+        try:  # a first run warms onnxruntime up; a voice that loads but cannot speak falls back
+            if not self.render_pcm("Hello.")[0]:
+                raise RuntimeError("no audio")
+        except Exception as exc:
+            raise VoiceUnavailable(f"{self.voice.model}: cannot speak ({exc})") from exc
         super().__init__(s, sink)
 
     def describe(self) -> str:

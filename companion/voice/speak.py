@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from companion.engine.protocol import Protocol
 from companion.errors import ConfigError
 from companion.settings.config import TTS_RATE, TTS_VOLUME, VoiceConfig
@@ -112,25 +114,35 @@ class Piece:
 
 def plan(text: str, first_chars: int, max_chars: int, pause_s: float) -> list[Piece]:
     """The pieces an utterance is rendered in: sentences of at most `max_chars`, the first
-    one of at most `first_chars` (a long first sentence is cut after a comma or at a word),
-    so that the first audio starts quickly whatever the length. A sentence's last piece is
-    followed by `pause_s` of silence, except the utterance's last."""
+    piece of at most `first_chars` (a long sentence is cut after a comma or at a word), so
+    the first audio starts quickly whatever the length. A sentence's last piece is followed
+    by `pause_s` of silence, except the utterance's last."""
     pieces: list[Piece] = []
-    for sentence in split_sentences(text, max_chars):
-        rest = sentence
-        if not pieces and len(rest) > first_chars:
-            first = _head(rest, first_chars)
-            pieces.append(Piece(first, 0.0))
-            rest = rest[len(first) :].strip()
-        if rest:
-            pieces.append(Piece(rest, pause_s))
+    for sentence in _SENTENCE.split(text.strip()):
+        rest = sentence.strip()
+        while rest:
+            limit = max_chars if pieces else first_chars
+            part = _head(rest, limit) if len(rest) > limit else rest
+            rest = rest[len(part) :].strip()
+            pieces.append(Piece(part, 0.0 if rest else pause_s))
     if pieces:
         pieces[-1] = Piece(pieces[-1].text, 0.0)
     return pieces
 
 
+# Below this level (-56 dBFS) a piece's tail is the engine's own silence (espeak-ng pads about
+# 0.3 s, piper 0.1-0.2 s), trimmed so that the pause after it is the protocol's.
+QUIET = 50
+
+
 def silence(seconds: float, rate: int) -> bytes:
     return bytes(2 * round(seconds * rate))
+
+
+def trim_tail(pcm: bytes) -> bytes:
+    x = np.frombuffer(pcm, dtype=np.int16)
+    loud = np.flatnonzero(np.abs(x.astype(np.int32)) > QUIET)
+    return x[: loud[-1] + 1].tobytes() if loud.size else b""
 
 
 class Speech:
@@ -163,7 +175,8 @@ class Speech:
         return plan(text, self.first_chars, self.max_chars, self.settings.sentence_pause_s)
 
     def speak(self, text: str) -> float:
-        """Render piece by piece and play each (with its pause) while the next renders.
+        """Render piece by piece and play each (its tail's silence replaced by its pause) while
+        the next renders.
 
         Returns the seconds of audio played. Needs a sink.
         """
@@ -173,7 +186,7 @@ class Speech:
         pending: Future[None] | None = None
         for piece in self.pieces(text):
             pcm, rate = self.render_pcm(piece.text)
-            pcm += silence(piece.pause_s, rate)
+            pcm = trim_tail(pcm) + silence(piece.pause_s, rate)
             if pending is not None:
                 pending.result()  # keep order; surfaces sink errors
             pending = self._player.submit(self.sink.play, pcm, rate)

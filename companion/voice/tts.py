@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from companion.errors import ConfigError
 from companion.voice.audio import AudioSink
 from companion.voice.speak import Speaker, SpeakerSettings, Speech
 
@@ -24,3 +25,31 @@ def open_speaker(settings: SpeakerSettings, sink: AudioSink | None = None) -> Sp
         except VoiceUnavailable as exc:
             log.warning("speaking with pyttsx3 (espeak-ng): %s", exc)
     return Speaker(settings, sink)
+
+
+def check(settings: SpeakerSettings) -> tuple[str, str]:
+    """`companion doctor`'s finding on the engine a session would speak with, loaded as a
+    session loads it: ("ok" | "warn" | "fail", detail). piper wanted but unavailable is a
+    warning (sessions still speak, with pyttsx3)."""
+    fallback = ""
+    if settings.engine == "piper":
+        from companion.voice.piper_tts import PiperSpeaker, VoiceUnavailable
+
+        try:
+            speech: Speech = PiperSpeaker(settings)
+        except VoiceUnavailable as exc:
+            fallback = f"{exc}; sessions speak with pyttsx3 (espeak-ng)"
+        else:
+            speech.close()
+            return "ok", f"{speech.describe()}, loads and speaks"
+    try:
+        speech = Speaker(settings)
+        try:
+            spoke = bool(speech.render_pcm("Hello.")[0])
+        finally:
+            speech.close()
+    except (ConfigError, RuntimeError) as exc:
+        return "fail", f"pyttsx3 (espeak-ng): {exc}"
+    if not spoke:
+        return "fail", "pyttsx3 (espeak-ng) renders no audio; reinstall espeak-ng"
+    return ("warn", fallback) if fallback else ("ok", f"{speech.describe()}, speaks")
