@@ -16,7 +16,8 @@
 # 2. a wheelhouse built on the host (deploy/arm64/wheels.sh: every runtime dependency must have
 #    an aarch64 wheel); the companion installed offline from it by pip in the root, which runs
 #    in a network namespace of its own (no network at all);
-# 3. in the root: `companion demo`, `companion demo --voice`, `companion doctor`;
+# 3. in the root: `companion demo`, `companion demo --voice`, `companion doctor`, `companion
+#    speak` (the neural voice, piper, from the `voice` extra);
 # 4. parity with x86 on --n dev texts (one process each side) and the story choices from the
 #    shipped bank encodings: the goals (agreement >= 99.5 %, cosine >= 0.999, same choices) are
 #    reported; the step fails below parity.py's regression guard (agreement 99 %, cosine 0.985,
@@ -218,6 +219,15 @@ step doctor "companion doctor"
 in_root companion doctor --home /tmp/voice --skip audio | tee "$work/doctor.log" \
   || fail "companion doctor found a problem"
 ok "companion doctor"
+
+step speak "companion speak (the neural voice)"
+# The voice a session speaks with, through a session's code: piper with its pinned voice.
+in_root companion speak --home /tmp/voice "Thank you for sharing that with me. Here is a story." \
+  --to /tmp/speak.wav | tee "$work/speak.log" || fail "companion speak"
+grep -q "spoken by piper" "$work/speak.log" || fail "companion speak did not use piper"
+in_root python3 -c 'import sys, wave; w = wave.open("/tmp/speak.wav"); sys.exit(w.getnframes() < w.getframerate())' \
+  || fail "companion speak wrote under a second of audio"
+ok "companion speak: piper on arm64"
 
 step parity "parity: encode $n texts on arm64 (waiting for the background process)"
 wait "$parity_job" || { cat "$work/arm64-parity.log" >&2; fail "parity encoding on arm64"; }
