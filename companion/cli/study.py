@@ -17,7 +17,9 @@ from companion.cli.base import cli, home_option
 @click.option("--protocol", "protocol_path", help="Study protocol TOML file (default: built in).")
 @click.option("--input-device", help="Microphone: ALSA device name (see `companion devices`).")
 @click.option("--output-device", help="Speaker: ALSA device name (see `companion devices`).")
-def init(home, participant_id, name, timezone, protocol_path, input_device, output_device) -> None:
+@click.option("--tts", help="Speech engine: piper (the neural voice) or pyttsx3 (espeak-ng).")
+def init(home, participant_id, name, timezone, protocol_path, input_device, output_device,
+         tts) -> None:  # fmt: skip
     """Create or update a home: config.toml and the study database."""
     import os
     from pathlib import Path
@@ -41,7 +43,7 @@ def init(home, participant_id, name, timezone, protocol_path, input_device, outp
     updated = with_options(
         load_config(resolved), participant_id=participant_id, participant_name=name,
         timezone=timezone, protocol=protocol_path, input_device=input_device,
-        output_device=output_device,
+        output_device=output_device, tts=tts,
     )  # fmt: skip
     load_protocol(updated.protocol_path(resolved.path))  # all checked before anything is written
     write_config(resolved, updated)

@@ -204,6 +204,7 @@ def with_options(
     protocol: str | None = None,
     input_device: str | None = None,
     output_device: str | None = None,
+    tts: str | None = None,
 ) -> Config:
     """`config` with command-line options applied; each is checked like config.toml's
     value, and an error names the option (e.g. "--participant: ...")."""
@@ -232,6 +233,8 @@ def with_options(
     for key, (option, value) in devices.items():
         if value is not None:
             voice[key] = Table({option: value}, "command line").text(option)
+    if tts is not None:
+        voice["tts"] = Table({"--tts": tts}, "command line").choice("--tts", TTS_ENGINES)
     if voice:
         changes["voice"] = dataclasses.replace(config.voice, **voice)
     return dataclasses.replace(config, **changes)

@@ -16,7 +16,8 @@
 # 2. a wheelhouse built on the host (deploy/arm64/wheels.sh: every runtime dependency must have
 #    an aarch64 wheel); the companion installed offline from it by pip in the root, which runs
 #    in a network namespace of its own (no network at all);
-# 3. in the root: `companion demo`, `companion demo --voice`, `companion doctor`;
+# 3. in the root: `companion demo`, `companion demo --voice`, `companion doctor`, `companion
+#    speak` (the neural voice, piper, from the `voice` extra);
 # 4. parity with x86 on --n dev texts (one process each side) and the story choices from the
 #    shipped bank encodings: the goals (agreement >= 99.5 %, cosine >= 0.999, same choices) are
 #    reported; the step fails below parity.py's regression guard (agreement 99 %, cosine 0.985,
@@ -114,8 +115,14 @@ if [ -n "$model_dir" ]; then
   ok "candidate $(basename "$onnx") built into the tree, bank encodings computed on x86"
 fi
 
+# The voice demo's homes speak with pyttsx3: piper renders many times slower than real time
+# under emulation (a whole session would take most of an hour); the speak step checks piper.
+voice_home() {  # voice_home DIR: a new home whose config.toml only picks the engine
+  mkdir -p -m 0700 "$1" && printf '[voice]\ntts = "pyttsx3"\n' > "$1/config.toml" && chmod 0600 "$1/config.toml"
+}
 # The x86 references run on the host while the emulated steps run.
 step x86 "x86 reference (in the background)"
+voice_home "$work/x86-voice"
 (cd "$src" && PYTHONPATH="$src" exec "$host_py" deploy/arm64/parity.py encode --csv "$dev_csv" \
   --n "$n" --out "$work/x86.npz") > "$work/x86-parity.log" 2>&1 & bg_jobs+=($!)
 (cd "$src" && PYTHONPATH="$src" exec "$host_py" -m companion demo --voice --home "$work/x86-voice") \
@@ -169,7 +176,7 @@ else
   step venv "dependencies' venv (cold: pip install in the emulated root, kept in $layer)"
   rm -rf "$cache"/venv-*  # one layer kept: older ones belong to older wheels or roots
   mount_root "$work/build" "$root" "$layer.tmp/fs" "$layer.tmp/ovl"
-  mapfile -t deps < <("$host_py" -c 'import tomllib; [print(d) for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]]')
+  mapfile -t deps < <("$host_py" -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; [print(d) for d in p["dependencies"] + p["optional-dependencies"]["voice"]]')
   chroot_in "$work/build" python3 -m venv --without-pip /opt/companion/.venv
   chroot_in "$work/build" /opt/companion/.venv/bin/python "/wheels/$pip_whl/pip" install -q \
     --no-compile --no-cache-dir --no-index --find-links /wheels "${deps[@]}" pip \
@@ -191,7 +198,7 @@ ok "arm64 root runs as $arch ($cpu) and check-platform.sh accepts it"
 step install "install (offline, from the wheelhouse)"
 # pip resolves every requirement against the wheelhouse; the cached venv already has them.
 in_root /opt/companion/.venv/bin/python -m pip install -q --no-compile --no-cache-dir \
-  --no-index --find-links /wheels companion || fail "pip install companion"
+  --no-index --find-links /wheels "companion[voice]" || fail "pip install companion[voice]"
 host_compile "$m" "$site/companion"
 in_root companion --version
 # The demos use pocketsphinx; a device may use vosk, whose native library must load too.
@@ -209,6 +216,7 @@ grep -q "10 of 10 stored values are what the participant meant, 0 missing, 0 wro
 ok "companion demo"
 
 step voice "companion demo --voice"
+voice_home "$m/tmp/voice"
 in_root companion demo --voice --home /tmp/voice | tee "$work/voice.log"
 grep -q ", 0 wrong" "$work/voice.log" || fail "companion demo --voice stored a wrong value"
 ok "companion demo --voice"
@@ -218,6 +226,16 @@ step doctor "companion doctor"
 in_root companion doctor --home /tmp/voice --skip audio | tee "$work/doctor.log" \
   || fail "companion doctor found a problem"
 ok "companion doctor"
+
+step speak "companion speak (the neural voice)"
+# The voice a session speaks with, through a session's code: piper with its pinned voice.
+in_root companion init --home /tmp/voice --tts piper > /dev/null || fail "companion init --tts piper"
+in_root companion speak --home /tmp/voice "Thank you for sharing that with me." \
+  --to /tmp/speak.wav | tee "$work/speak.log" || fail "companion speak"
+grep -q "spoken by piper" "$work/speak.log" || fail "companion speak did not use piper"
+in_root python3 -c 'import sys, wave; w = wave.open("/tmp/speak.wav"); sys.exit(w.getnframes() < w.getframerate())' \
+  || fail "companion speak wrote under a second of audio"
+ok "companion speak: piper on arm64"
 
 step parity "parity: encode $n texts on arm64 (waiting for the background process)"
 wait "$parity_job" || { cat "$work/arm64-parity.log" >&2; fail "parity encoding on arm64"; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wheelhouse for an arm64 device, built on any host, and the check that nothing needs compiling
-# on a Pi: every runtime dependency of the companion (pyproject.toml, resolved with its own
-# dependencies) must come as a wheel for aarch64 (manylinux, glibc <= 2.36 = Bookworm) or as a
+# on a Pi: every runtime dependency of the companion and of its `voice` extra (pyproject.toml,
+# resolved with their own dependencies) must come as a wheel for aarch64 (manylinux, glibc <= 2.36 = Bookworm) or as a
 # pure-Python wheel, for the supported Python.
 #
 #   bash deploy/arm64/wheels.sh OUTDIR [--python-version 3.11] [--python PYTHON] [--cache DIR]
@@ -9,7 +9,7 @@
 # With --cache, the dependencies' wheels are kept in DIR/wheels-aarch64-<key> (key: Python
 # version + the dependency list) and reused while pyproject.toml's dependencies are unchanged.
 # Exit 1 with one line naming what has no aarch64 wheel. OUTDIR then holds the companion's wheel
-# and everything `pip install --no-index --find-links OUTDIR companion` needs on the device
+# and everything `pip install --no-index --find-links OUTDIR 'companion[voice]'` needs on the device
 # (pip included, so a venv made --without-pip can install from it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,8 +32,9 @@ abi="cp${pyver/./}"
 # platform): built here, and checked to really be pure. Nothing else may be an sdist.
 pure_sdists="srt"
 
-# Runtime dependencies, read from the one place they are declared.
-mapfile -t deps < <("$py" -c 'import tomllib; [print(d) for d in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]]')
+# Runtime dependencies and the neural voice's (the `voice` extra, which devices install), read
+# from the one place they are declared.
+mapfile -t deps < <("$py" -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; [print(d) for d in p["dependencies"] + p["optional-dependencies"]["voice"]]')
 
 dest="$out"
 if [ -n "$cache" ]; then

@@ -24,7 +24,8 @@ pyver="$($py -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}
 case "$arch" in amd64|arm64) ;; *) echo "wheels: --arch $arch: use amd64 or arm64" >&2; exit 2 ;; esac
 deps="$($py - "$repo/pyproject.toml" <<'PY'
 import sys, tomllib
-print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))
+p = tomllib.load(open(sys.argv[1], "rb"))["project"]
+print("\n".join(p["dependencies"] + p["optional-dependencies"]["voice"]))  # devices get the voice
 PY
 )"
 key="$(printf '%s\n%s\n%s\n' "$arch" "$pyver" "$deps" | sha256sum | cut -c1-16)"
