@@ -256,6 +256,7 @@ def confusable_above(judged: list[dict], threshold: float) -> frozenset[str]:
 
 def rule(threshold: float, confusable: frozenset[str]):
     """The read-back rule as the simulation calls it (confirm.needs_confirmation's logic)."""
+
     def decide(g: str, v: int, c: float | None, x: str) -> bool:
         return c is None or x in confusable or c < threshold
 
@@ -310,8 +311,10 @@ def show_cross_validation(rows: list[dict], reject: float,
               "(wrong stored on the left-out voices without / after a read-back):")  # fmt: skip
         for t, row in cv["table"].items():
             bad = {v: n for v, n in row["unread"].items() if n}
-            print(f"    THRESHOLD {t}: {sum(row['unread'].values())} {bad or ''} / "
-                  f"{sum(row['read_back'].values())}; turns/item {row['turns_per_item']:.2f}")
+            print(
+                f"    THRESHOLD {t}: {sum(row['unread'].values())} {bad or ''} / "
+                f"{sum(row['read_back'].values())}; turns/item {row['turns_per_item']:.2f}"
+            )
         t = cv["threshold"]
         if t is None:
             print("    no threshold stores 0 without a read-back on every left-out voice")
@@ -348,6 +351,7 @@ def fit_record(fitted_by: str, rows: list[dict], intercept: float, weights: list
         "clean_from_db": clean_from_db,
         "reject_below_clean": reject_clean,
         "read_back_below": read_back[0],
+        "command_below": confidence.fitted().command_below,  # not swept: stays as shipped
         "confusable": sorted(read_back[1]),
         "leave_one_voice_out_auc": None if auc_out is None else round(auc_out, 3),
     }
