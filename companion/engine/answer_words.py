@@ -135,6 +135,10 @@ def _check_safety(t: Table, w: AnswerWords) -> None:
             if fault:
                 raise t.fail(key, fault)
     for phrase in w.spoken_commands:
+        if len(phrase.split()) < 2:
+            raise t.fail("spoken_commands", f"{phrase!r} is one word: a grammar forces a short "
+                                            "number onto a short request; give two words or "
+                                            "more (skip this one)")  # fmt: skip
         if answers.parse_command(answers.normalize(phrase), words=w) is None:
             raise t.fail("spoken_commands", f"{phrase!r} is not a skip or repeat phrase; add it "
                                             "to skip or repeat, or remove it")  # fmt: skip

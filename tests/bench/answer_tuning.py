@@ -123,7 +123,9 @@ def saved_features(r: dict):
 
 def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
             reject: float, reject_clean: float | None = None) -> list[dict]:  # fmt: skip
-    """The channel's judgement again from the saved features (with the turn's SNR)."""
+    """The channel's judgement again from the saved features (with the turn's SNR), and the
+    session's of a command (confirm.command_heard)."""
+    from companion.engine.confirm import command_heard
     from companion.voice import confidence
 
     clean = reject if reject_clean is None else reject_clean
@@ -137,6 +139,8 @@ def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
             bar = confidence.reject_below(r["snr"], reject, clean)
             heard = r["conf"] >= bar and r["snr"] >= gate
             r["got"] = r["got_raw"] if heard else "unclear"
+            if r["got"] in ("skip", "repeat") and not command_heard(r["conf"]):
+                r["got"] = "unclear"  # as Session.ask does
             r["text"] = r["raw"] if heard else ""
             r["conf"] = r["conf"] if heard else None
         out.append(r)

@@ -32,7 +32,7 @@ REPEAT = 'repeat = [\n    "repeat",'
 CLOSINGS = 'closings = [\n    "thats all",'
 YES_NO_IGNORED = 'yes_no_ignored = ["um",'
 SPOKEN_YES_NO = 'spoken_yes_no = [\n    "yes",'
-SPOKEN_COMMANDS = 'spoken_commands = ["skip",'
+SPOKEN_COMMANDS = 'spoken_commands = ["skip this one",'
 INVITE_YES = 'invite_yes = ["yes",'
 ANSWER_FORMS = 'spoken_answer_forms = ["i\'d say {n}",'
 HEDGE_FORMS = 'spoken_hedge_forms = ["{n} i think",'
@@ -83,6 +83,7 @@ BAD = [
     (adding(SPOKEN_YES_NO, '"perhaps"'), "answers.spoken_yes_no", "'perhaps' does not parse"),
     (setting("spoken_yes_no", '["yes", "sure"]'), "answers.spoken_yes_no", "needs a yes and a no"),
     (adding(SPOKEN_COMMANDS, '"go on"'), "answers.spoken_commands", "'go on' is not a skip"),
+    (adding(SPOKEN_COMMANDS, '"skip"'), "answers.spoken_commands", "'skip' is one word"),
     (adding(SPOKEN_HEDGES, '"four"'), "answers.spoken_hedges", "'four' reads as an answer"),
     (adding(SPOKEN_HEDGES, '"yes"'), "answers.spoken_hedges", "'yes' reads as an answer"),
     (adding(SPOKEN_HEDGES, '"skip it"'), "answers.spoken_hedges", "reads as an answer or a"),

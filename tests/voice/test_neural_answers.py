@@ -47,13 +47,14 @@ def heard_as(factory: PocketsphinxFactory, tmp_path: Path, pcm: bytes) -> tuple[
 
 
 def test_two_in_the_neural_voice_is_heard_as_two_never_as_a_command(cold, tmp_path) -> None:
-    # piper's own rendition (noise sampled afresh each time) at three speaking rates, and the
-    # repeatable one without sampling noise: "two" was heard as "skip" in a quiet room.
-    renditions = [(s, *PIPER_DEFAULT[1:]) for s in (0.85, 1.0, 1.2)] + [(1.0, 0.0, 0.0)]
-    for ls, noise, noise_w in renditions:
-        text, got = heard_as(cold, tmp_path, piper_pcm("two", ls, noise, noise_w))
-        assert got not in ("skip", "repeat"), (ls, noise, text)
-        assert got == "value:2", (ls, noise, text)
+    # "two" was heard as "skip" in a quiet room. Without sampling noise piper repeats itself:
+    # those renditions must be heard right; piper's own (noise drawn afresh each call) may go
+    # unheard, never as a command or another number.
+    for ls in (0.85, 1.0, 1.2):
+        text, got = heard_as(cold, tmp_path, piper_pcm("two", ls, 0.0, 0.0))
+        assert got == "value:2", (ls, text)
+        text, got = heard_as(cold, tmp_path, piper_pcm("two", ls, *PIPER_DEFAULT[1:]))
+        assert got in ("value:2", "unclear"), (ls, text)
 
 
 def test_a_phrase_form_is_heard_and_a_hedged_number_refused(cold, tmp_path) -> None:
@@ -89,3 +90,12 @@ def test_every_number_in_the_neural_voice_is_never_a_command(cold, tmp_path) -> 
             for _ in range(2):  # two draws of piper's sampling noise
                 text, got = heard_as(cold, tmp_path, piper_pcm(NUMBER_NAMES[n], ls))
                 assert got not in ("skip", "repeat"), (n, ls, text)
+
+
+def test_a_command_heard_unsure_is_not_acted_on() -> None:
+    from companion.engine.confirm import command_heard, load_fit
+
+    bar = load_fit().command_below
+    assert 0.0 < bar < 1.0
+    assert not command_heard(bar - 0.01)  # asked again: it may be a number
+    assert command_heard(bar) and command_heard(None)  # typed: what was meant
