@@ -103,8 +103,8 @@ BAD = [
      "acknowledgements.valence.positive", "'really frightened'"),
     ('"Mm, I hear you."', '"That sounds lovely."', "acknowledgements.neutral", "'lovely'"),
     # answer hints and invitation replies: prompts with placeholders of their own
-    ("{low} to {high}, or say skip this one.", "{low} to {top}, or say skip.", "prompts.hint_likert",
-     "unknown placeholder {top}"),
+    ("{low} to {high}, or say skip this one.", "{low} to {top}, or say skip.",
+     "prompts.hint_likert", "unknown placeholder {top}"),
     ('hint_yesno = "Please say yes or no', 'hint_yesno = "Please say {low} or no',
      "prompts.hint_yesno", "unknown placeholder {low}"),
     ("ask again in {minutes} minutes", "ask again in {hours} hours", "prompts.invitation_snoozed",
