@@ -10,7 +10,8 @@ out of a protocol file takes the shipped list.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
+from typing import Any
 
 from companion.engine import answers
 from companion.engine.answers import AnswerWords
@@ -22,8 +23,14 @@ ONE_WORD = ("fillers", "hedges", "after_closing", "binds_closing", "command_igno
             "yes_no_ignored", "done_ignored", "invite_ignored")  # fmt: skip
 # Lists matched against a reply with its apostrophes removed.
 NO_APOSTROPHE = ("closings", "after_closing", "binds_closing")
-# Lists that may be empty: nothing dropped before matching is a safe choice.
-MAY_BE_EMPTY = ("command_ignored", "yes_no_ignored", "done_ignored", "invite_ignored")
+# Lists that may be empty: nothing dropped before matching is a safe choice (and a grammar
+# without phrase forms hears bare numbers only).
+MAY_BE_EMPTY = ("command_ignored", "yes_no_ignored", "done_ignored", "invite_ignored",
+                "spoken_answer_forms", "spoken_hedge_forms")  # fmt: skip
+# What a grammar recogniser listens for, kept in order (as grammars list them).
+SPOKEN = ("spoken_yes_no", "spoken_commands", "spoken_hedges", "spoken_answer_forms",
+          "spoken_hedge_forms")  # fmt: skip
+FORMS = ("spoken_answer_forms", "spoken_hedge_forms")
 
 
 def parse_answer_words(root: Table, shipped: AnswerWords | None) -> AnswerWords:
@@ -37,18 +44,39 @@ def parse_answer_words(root: Table, shipped: AnswerWords | None) -> AnswerWords:
             return tuple(getattr(shipped, key))
         return _entries(t, key)
 
-    spoken = ("spoken_yes_no", "spoken_commands", "spoken_hedges")  # in order, as grammars list
-    sets = {key: frozenset(part(key)) for key in KEYS if key not in spoken}
-    words = AnswerWords(**sets, spoken_yes_no=part("spoken_yes_no"),
-                        spoken_commands=part("spoken_commands"),
-                        spoken_hedges=part("spoken_hedges"))  # fmt: skip
+    sets = {key: frozenset(part(key)) for key in KEYS if key not in SPOKEN}
+    spoken: dict[str, Any] = {key: part(key) for key in SPOKEN}
+    words = AnswerWords(**sets, **spoken)  # type: ignore[arg-type]
+    if shipped is not None:  # shipped forms a study's own words do not read as meant: left out
+        kept: dict[str, Any] = {key: tuple(f for f in part(key) if not _form_fault(words, key, f))
+                                for key in FORMS if key not in t}  # fmt: skip
+        words = replace(words, **kept)
     _check_safety(t, words)
     return words
+
+
+def _form_fault(w: AnswerWords, key: str, form: str) -> str | None:
+    """Why a phrase form does not read as it must with each number 0-10, or None."""
+    for n in range(11):
+        said = form.replace(answers.FORM_SLOT, answers.NUMBER_NAMES[n])
+        got = answers.parse_scale(said, 0, 10, words=w)
+        if key == "spoken_answer_forms" and got != answers.Answer("value", n):
+            return (f"{said!r} does not read as {n}: a form may add only fillers around the "
+                    "number; remove it")  # fmt: skip
+        if key == "spoken_hedge_forms" and got != answers.UNCLEAR:
+            return (f"{said!r} reads as an answer or a request: a number with a doubt must be "
+                    "unclear (add its doubt word to hedges)")  # fmt: skip
+    return None
 
 
 def _entries(t: Table, key: str) -> tuple[str, ...]:
     entries = t.unique(key, t.strings(key, allow_empty=key in MAY_BE_EMPTY))
     for entry in entries:
+        if key in FORMS:
+            if entry.split().count(answers.FORM_SLOT) != 1:
+                raise t.fail(key, f"{entry!r} must hold {answers.FORM_SLOT} once, as a word: "
+                                  "where the number goes")  # fmt: skip
+            entry = entry.replace(answers.FORM_SLOT, "four")
         if " ".join(answers.normalize(entry)) != entry:
             raise t.fail(key, f"{entry!r} must be written as a reply is read: lower-case words "
                               "between single spaces, no punctuation but apostrophes")  # fmt: skip
@@ -94,12 +122,23 @@ def _check_safety(t: Table, w: AnswerWords) -> None:
         raise t.fail("spoken_yes_no", "needs a yes and a no, so either answer can be heard")
     for phrase in w.spoken_hedges:
         tokens = answers.normalize(phrase)
-        if (answers.parse_command(tokens, words=w) is not None
-                or answers.parse_yes_no(phrase, words=w).kind == "value"
-                or answers.parse_scale(phrase, 0, 10, words=w).kind == "value"):
+        if (
+            answers.parse_command(tokens, words=w) is not None
+            or answers.parse_yes_no(phrase, words=w).kind == "value"
+            or answers.parse_scale(phrase, 0, 10, words=w).kind == "value"
+        ):
             raise t.fail("spoken_hedges", f"{phrase!r} reads as an answer or a request: a hedge "
                                           "must be unclear; remove it")  # fmt: skip
+    for key in FORMS:
+        for form in getattr(w, key):
+            fault = _form_fault(w, key, form)
+            if fault:
+                raise t.fail(key, fault)
     for phrase in w.spoken_commands:
+        if len(phrase.split()) < 2:
+            raise t.fail("spoken_commands", f"{phrase!r} is one word: a grammar forces a short "
+                                            "number onto a short request; give two words or "
+                                            "more (skip this one)")  # fmt: skip
         if answers.parse_command(answers.normalize(phrase), words=w) is None:
             raise t.fail("spoken_commands", f"{phrase!r} is not a skip or repeat phrase; add it "
                                             "to skip or repeat, or remove it")  # fmt: skip

@@ -35,6 +35,7 @@ NUMBER_WORDS: dict[str, int] = {
     "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
 }  # fmt: skip
 NUMBER_NAMES = {n: w for w, n in NUMBER_WORDS.items()}
+FORM_SLOT = "{n}"  # where a spoken form's number goes
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,10 @@ class AnswerWords:
     # Unclear replies a grammar recognizer listens for beside the answers, so that they are
     # heard as themselves (and asked again); none may read as an answer or a request.
     spoken_hedges: tuple[str, ...]
+    # How a rating is said around its number ("i'd say {n}") and a number said with a doubt
+    # ("{n} i think"): templates, `FORM_SLOT` standing for each number of the item's scale.
+    spoken_answer_forms: tuple[str, ...]
+    spoken_hedge_forms: tuple[str, ...]
     # Replies to the daily invitation ([schedule] invitation), each as the whole reply or,
     # if several words, anywhere in it: later is tried before no (a postponement is never a
     # refusal), then no, then yes; a plain yes or no of the lists above counts too.
@@ -82,6 +87,12 @@ class AnswerWords:
     def invite_vocabulary(self) -> tuple[str, ...]:
         """What a grammar recogniser listens for after the invitation."""
         return tuple(sorted(self.invite_yes | self.invite_later | self.invite_no))
+
+    def spoken_forms(self, numbers: Sequence[str]) -> tuple[str, ...]:
+        """The answer and hedge forms with each of `numbers` in the slot, for a grammar."""
+        return tuple(f.replace(FORM_SLOT, n) for f in (*self.spoken_answer_forms,
+                                                      *self.spoken_hedge_forms)
+                     for n in numbers)  # fmt: skip
 
     @property
     def longest_closing(self) -> int:

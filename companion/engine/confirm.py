@@ -48,6 +48,9 @@ class AnswerFit:
     clean_from_db: float  # ...one at least this speech-to-noise (dB) is clean...
     reject_below_clean: float  # ...where the bar is this one
     read_back_below: float  # read back below this confidence
+    # A skip or repeat heard by a grammar counts only from this confidence (below it the
+    # question is asked again): a number heard as a command loses or repeats the answer.
+    command_below: float
     confusable: frozenset[str]  # heard phrases read back however sure
 
 
@@ -66,6 +69,13 @@ def needs_confirmation(policy: Policy, heard: str, confidence: float | None,
     fit = load_fit()
     bar = fit.read_back_below if threshold is None else threshold
     return _norm(heard) in fit.confusable or confidence < bar
+
+
+def command_heard(confidence: float | None) -> bool:
+    """Does a skip or repeat the recogniser heard count? Not below the fitted command bar:
+    the benchmark hears numbers as commands only with a low confidence. None (typed, or a
+    recogniser without one) counts: a typed "skip" is what was meant."""
+    return confidence is None or confidence >= load_fit().command_below
 
 
 def bench_policy() -> dict[str, Callable[[str, int, float | None, str], bool]]:
@@ -125,6 +135,7 @@ def parse_fit(text: str, source: str) -> AnswerFit:
         clean_from_db=number("clean_from_db"),
         reject_below_clean=number("reject_below_clean", 0.0, 1.0),
         read_back_below=number("read_back_below", 0.0, 1.0),
+        command_below=number("command_below", 0.0, 1.0),
         confusable=frozenset(_norm(p) for p in words("confusable")),
     )
 

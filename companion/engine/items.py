@@ -21,7 +21,12 @@ def vocabulary_for(item: Item, words: answers.AnswerWords) -> tuple[str, ...]:
     """Words and phrases a grammar recognizer should accept for this item."""
     if item.type == "likert":
         numbers = [w for w, n in answers.NUMBER_WORDS.items() if item.min <= n <= item.max]
-        return (*numbers, *(item.anchors or {}).values(), *words.spoken_commands)
+        return (
+            *numbers,
+            *words.spoken_forms(numbers),
+            *(item.anchors or {}).values(),
+            *words.spoken_commands,
+        )
     if item.type == "yesno":
         return (*words.spoken_yes_no, *words.spoken_commands)
     return ()

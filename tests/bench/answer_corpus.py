@@ -1,15 +1,20 @@
-"""A spoken-answer corpus the project makes itself: espeak-ng answers in clean and noisy rooms.
+"""A spoken-answer corpus the project makes itself: synthetic voices in clean and noisy rooms.
 
-    .venv/bin/python tests/bench/answer_corpus.py [--dir DIR] [--extra]  # build and summarise
+    .venv/bin/python tests/bench/answer_corpus.py [--dir DIR] [--extra] [--family neural]
 
-Every answer phrase of the default protocol's rating items (numbers, anchor words), plus
-skip, repeat, yes/no (the read-back) and unclear replies, spoken by 8 espeak-ng voices at 3
-rates, in three rooms: clean (a near-silent microphone floor, 50 dB down), 20 dB and 10 dB
-speech-to-noise with noise made here: babble (six overlapped espeak-ng talkers), fan
+Every answer phrase of the default protocol's rating items (numbers, the protocol's phrase
+forms around them, "i'd say four", and with a doubt, "four i think"; anchor words), plus
+skip, repeat, yes/no (the read-back) and unclear replies, spoken by one of two families of
+voices: espeak-ng (8 voices at 3 rates) or neural (piper's en_US-joe-medium at 3 speaking
+rates, `length_scale`, and 3 settings of its sampling noise), in three rooms: clean (a
+near-silent microphone floor, 50 dB down), 20 dB and 10 dB speech-to-noise with noise made
+here: babble (six overlapped espeak-ng talkers), fan
 (low-passed noise with mains hum) and TV (one talker, band-limited, with a music-like chord).
 `--extra`: more tuning material (4 other voices, none held out, and more unclear replies).
-Deterministic: the same clips, byte for byte, from the same espeak-ng. Clips are cached under
-$XDG_CACHE_HOME/companion-bench (never in the repository), keyed by a hash of the recipe.
+espeak-ng clips are deterministic (the same, byte for byte, from the same espeak-ng); piper
+samples its noise afresh on every call, so a neural corpus is one draw, kept by the cache.
+Clips are cached under $XDG_CACHE_HOME/companion-bench (never in the repository), keyed by a
+hash of the recipe.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 from companion.engine.items import parse_item
 from companion.engine.protocol import Item, load_protocol
 from companion.voice.audio import read_wav, write_wav
-from tests.helpers.speech import RATE, speech_pcm
+from tests.helpers.speech import RATE, piper_pcm, speech_pcm
 
 VOICES = (
     "en-us",
@@ -49,12 +54,18 @@ EXTRA_UNCLEAR = ("no idea", "hmm", "maybe", "i have no idea")
 EXTRA_VARIANTS = 2
 TUNING_VOICES = frozenset(VOICES[i] for i in (0, 1, 5, 6)) | frozenset(EXTRA_VOICES)
 RATES = (130, 160, 195)
+# The neural family: one piper voice; a rendition is (length_scale, noise_scale, noise_w_scale).
+# Its `rate` in a Clip is 100 x length_scale, its `voice` names the noise setting.
+FAMILIES = ("espeak-ng", "neural")
+NEURAL_VOICE = "joe"
+LENGTH_SCALES = (0.85, 1.0, 1.2)
+PIPER_NOISE = ((0.333, 0.333), (0.667, 0.8), (1.0, 1.0))
 ROOMS = (("clean", None, None), ("20dB", 20.0, None), ("10dB", 10.0, None))
 NOISES = ("babble", "fan", "tv")
 COMMANDS = ("skip", "repeat that", "pass")
 UNCLEAR = ("not sure", "hmm let me think", "i don't know")
 VARIANTS = 3  # (voice, rate, noise) combinations per phrase and room
-RECIPE_VERSION = 3  # bump when anything below changes the audio
+RECIPE_VERSION = 4  # bump when anything below changes the audio
 BABBLE = (
     "The weather was lovely so we walked down to the harbour after lunch.",
     "Could you pass me the newspaper from the kitchen table please.",
@@ -80,6 +91,7 @@ class Clip:
     room: str  # clean / 20dB / 10dB
     noise: str  # babble / fan / tv / floor
     path: str
+    family: str = "espeak-ng"  # or "neural"
 
 
 def groups() -> dict[str, Item]:
@@ -96,12 +108,18 @@ def groups() -> dict[str, Item]:
     return out
 
 
-def phrases(item: Item) -> list[str]:
+def phrases(item: Item, turn: int = 0) -> list[str]:
+    """What participants say to `item`: each form of the protocol with one of the scale's
+    numbers, rotated by `turn` (the group's index) so the groups together cover them."""
     from companion.engine import answers
 
     if item.type == "likert":
         nums = [answers.NUMBER_NAMES[n] for n in range(item.min, item.max + 1)]
-        return [*nums, *(item.anchors or {}).values(), *COMMANDS, *UNCLEAR]
+        w = load_protocol(None).answer_words
+        templates = (*w.spoken_answer_forms, *w.spoken_hedge_forms)
+        forms = [f.replace(answers.FORM_SLOT, nums[(j + turn) % len(nums)])
+                 for j, f in enumerate(templates)]  # fmt: skip
+        return [*nums, *forms, *(item.anchors or {}).values(), *COMMANDS, *UNCLEAR]
     return [*load_protocol(None).answer_words.spoken_yes_no, *UNCLEAR[:1]]
 
 
@@ -170,19 +188,27 @@ def mix(
     return np.clip(x + floor, -32768, 32767).astype(np.int16).tobytes()
 
 
-def recipe(extra: bool = False) -> list[dict[str, object]]:
+def _voices(family: str, extra: bool) -> tuple[list[str], list[int]]:
+    if family == "neural":
+        return [f"{NEURAL_VOICE} {a:g}/{b:g}" for a, b in PIPER_NOISE], [
+            round(100 * s) for s in LENGTH_SCALES
+        ]
+    return list(EXTRA_VOICES if extra else VOICES), list(RATES)
+
+
+def recipe(extra: bool = False, family: str = "espeak-ng") -> list[dict[str, object]]:
     """The main corpus, or (`extra`) the extra tuning clips: other voices, more hedges."""
     rows = []
     k = 0
-    voices = EXTRA_VOICES if extra else VOICES
-    for group, item in groups().items():
+    voices, rates = _voices(family, extra)
+    for turn, (group, item) in enumerate(groups().items()):
         more = list(EXTRA_UNCLEAR) if extra and item.type == "likert" else []
-        for phrase in phrases(item) + more:
+        for phrase in phrases(item, turn) + more:
             for room, snr, _ in ROOMS:
                 for _ in range(EXTRA_VARIANTS if extra else VARIANTS):
                     # every voice x rate pairing every 24 clips; noises rotate independently
                     voice = voices[k % len(voices)]
-                    rate = RATES[(k // len(voices)) % len(RATES)]
+                    rate = rates[(k // len(voices)) % len(rates)]
                     noise = "floor" if snr is None else NOISES[(k + k // 24) % len(NOISES)]
                     rows.append(
                         {
@@ -200,15 +226,24 @@ def recipe(extra: bool = False) -> list[dict[str, object]]:
     return rows
 
 
+def _speech(family: str, phrase: str, voice: str, rate: int) -> bytes:
+    if family == "neural":
+        noise, noise_w = (float(x) for x in voice.split()[1].split("/"))
+        return piper_pcm(phrase, rate / 100, noise, noise_w)
+    return speech_pcm(phrase, voice, rate)
+
+
 def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "companion-bench"
 
 
-def build(directory: Path | None = None, extra: bool = False) -> list[Clip]:
-    """Make (or reuse) the corpus (`extra`: the extra tuning clips); clips in a fixed order."""
-    rows = recipe(extra)
-    key = hashlib.sha256(json.dumps([RECIPE_VERSION, rows]).encode()).hexdigest()[:12]
+def build(directory: Path | None = None, extra: bool = False,
+          family: str = "espeak-ng") -> list[Clip]:  # fmt: skip
+    """Make (or reuse) the corpus (`extra`: the extra tuning clips, espeak-ng only) of one
+    family of voices; clips in a fixed order."""
+    rows = recipe(extra, family)
+    key = hashlib.sha256(json.dumps([RECIPE_VERSION, family, rows]).encode()).hexdigest()[:12]
     out = (directory or cache_root()) / f"answers-{key}"
     index = out / "index.json"
     if index.exists():
@@ -218,16 +253,17 @@ def build(directory: Path | None = None, extra: bool = False) -> list[Clip]:
     clips = []
     for i, r in enumerate(rows):
         pcm = mix(
-            speech_pcm(str(r["phrase"]), str(r["voice"]), int(r["rate"])),  # type: ignore[call-overload]
+            _speech(family, str(r["phrase"]), str(r["voice"]), int(r["rate"])),  # type: ignore[call-overload]
             beds.get(str(r["noise"])),
             r["snr"],
             seed=i,
         )  # type: ignore[arg-type]
         path = out / f"{i:04d}.wav"
         write_wav(path, pcm)
+        prefix = "x" if extra else "n" if family == "neural" else ""
         clips.append(
             Clip(
-                f"x{i:04d}" if extra else f"{i:04d}",
+                f"{prefix}{i:04d}",
                 str(r["group"]),
                 str(r["phrase"]),
                 str(r["expected"]),
@@ -236,6 +272,7 @@ def build(directory: Path | None = None, extra: bool = False) -> list[Clip]:
                 str(r["room"]),
                 str(r["noise"]),  # type: ignore[call-overload]
                 str(path),
+                family,
             )
         )
     index.write_text(json.dumps([asdict(c) for c in clips], indent=0))
@@ -254,8 +291,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", type=Path, default=None)
     ap.add_argument("--extra", action="store_true", help="the extra tuning clips")
+    ap.add_argument("--family", default="espeak-ng", choices=FAMILIES)
     args = ap.parse_args()
-    clips = build(args.dir, args.extra)
+    clips = build(args.dir, args.extra, args.family)
     print(f"{len(clips)} clips in {Path(clips[0].path).parent}")
     for name, counter in (
         ("group", Counter(c.group for c in clips)),

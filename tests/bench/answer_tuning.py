@@ -123,7 +123,9 @@ def saved_features(r: dict):
 
 def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
             reject: float, reject_clean: float | None = None) -> list[dict]:  # fmt: skip
-    """The channel's judgement again from the saved features (with the turn's SNR)."""
+    """The channel's judgement again from the saved features (with the turn's SNR), and the
+    session's of a command (confirm.command_heard)."""
+    from companion.engine.confirm import command_heard
     from companion.voice import confidence
 
     clean = reject if reject_clean is None else reject_clean
@@ -137,6 +139,8 @@ def rejudge(rows: list[dict], intercept: float, weights: tuple[float, ...],
             bar = confidence.reject_below(r["snr"], reject, clean)
             heard = r["conf"] >= bar and r["snr"] >= gate
             r["got"] = r["got_raw"] if heard else "unclear"
+            if r["got"] in ("skip", "repeat") and not command_heard(r["conf"]):
+                r["got"] = "unclear"  # as Session.ask does
             r["text"] = r["raw"] if heard else ""
             r["conf"] = r["conf"] if heard else None
         out.append(r)
@@ -256,6 +260,7 @@ def confusable_above(judged: list[dict], threshold: float) -> frozenset[str]:
 
 def rule(threshold: float, confusable: frozenset[str]):
     """The read-back rule as the simulation calls it (confirm.needs_confirmation's logic)."""
+
     def decide(g: str, v: int, c: float | None, x: str) -> bool:
         return c is None or x in confusable or c < threshold
 
@@ -310,8 +315,10 @@ def show_cross_validation(rows: list[dict], reject: float,
               "(wrong stored on the left-out voices without / after a read-back):")  # fmt: skip
         for t, row in cv["table"].items():
             bad = {v: n for v, n in row["unread"].items() if n}
-            print(f"    THRESHOLD {t}: {sum(row['unread'].values())} {bad or ''} / "
-                  f"{sum(row['read_back'].values())}; turns/item {row['turns_per_item']:.2f}")
+            print(
+                f"    THRESHOLD {t}: {sum(row['unread'].values())} {bad or ''} / "
+                f"{sum(row['read_back'].values())}; turns/item {row['turns_per_item']:.2f}"
+            )
         t = cv["threshold"]
         if t is None:
             print("    no threshold stores 0 without a read-back on every left-out voice")
@@ -348,6 +355,7 @@ def fit_record(fitted_by: str, rows: list[dict], intercept: float, weights: list
         "clean_from_db": clean_from_db,
         "reject_below_clean": reject_clean,
         "read_back_below": read_back[0],
+        "command_below": confidence.fitted().command_below,  # not swept: stays as shipped
         "confusable": sorted(read_back[1]),
         "leave_one_voice_out_auc": None if auc_out is None else round(auc_out, 3),
     }

@@ -1,6 +1,7 @@
 """Spoken answers, right the first time? The corpus (answer_corpus.py) through the real channel.
 
-    .venv/bin/python tests/bench/bench_answers.py [--backend pocketsphinx] [--every 1]
+    .venv/bin/python tests/bench/bench_answers.py [--backend pocketsphinx] [--every 1] \
+        [--family both]  # espeak-ng and neural (piper) participants, reported apart
     .venv/bin/python tests/bench/bench_answers.py --half tuning --states cold --json RUN
     .venv/bin/python tests/bench/bench_answers.py --rescore RUN --states cold \
         --write companion/data/answer_confidence.json  # refit the shipped numbers
@@ -33,12 +34,15 @@ from dataclasses import astuple
 from datetime import UTC, datetime
 from pathlib import Path
 
+from companion.engine.answers import UNCLEAR  # noqa: E402
+from companion.engine.confirm import command_heard  # noqa: E402
 from companion.engine.dialogue import Expectation  # noqa: E402
 from companion.engine.items import parse_item, vocabulary_for  # noqa: E402
 from companion.engine.protocol import load_protocol  # noqa: E402
 from companion.voice.audio import WavSource  # noqa: E402
 from companion.voice.channels import VoiceChannel, VoiceSettings  # noqa: E402
 from tests.bench.answer_corpus import Clip, build, groups, half, load_pcm  # noqa: E402
+from tests.bench.answer_report import show_families  # noqa: E402
 from tests.bench.answer_tuning import (  # noqa: E402
     auc,
     calibrate,
@@ -85,8 +89,8 @@ class Timed:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def create(self, mode, vocabulary=()):
-        rec = self.inner.create(mode, vocabulary)
+    def create(self, mode, vocabulary=(), hedges=()):
+        rec = self.inner.create(mode, vocabulary, hedges)
         outer = self
 
         class R:
@@ -194,6 +198,8 @@ def decode_all(backend: str, clips: list[Clip], state: str, ns: int | None = Non
         words = shipped.spoken_yes_no if clip.group == "confirm" else vocabulary_for(item, shipped)
         heard = channel.listen(Expectation("answer", words, hedges=HEDGES))
         a = parse_item(item, heard.text, shipped)
+        if a.kind in ("skip", "repeat") and not command_heard(heard.confidence):
+            a = UNCLEAR  # as Session.ask does
         got = f"value:{a.value}" if a.kind == "value" else a.kind
         tr = channel.last_transcript
         raw = getattr(tr, "text", "") or ""
@@ -221,6 +227,7 @@ def decode_all(backend: str, clips: list[Clip], state: str, ns: int | None = Non
                 "final_s": timed.final_s,
                 "features": list(astuple(feats)) if feats else None,
                 "voice": clip.voice,
+                "family": clip.family,
                 "rate": clip.rate,
                 "noise": clip.noise,
                 "snr": snr,
@@ -233,7 +240,7 @@ def decode_all(backend: str, clips: list[Clip], state: str, ns: int | None = Non
 
 def report(backend: str, state: str, rows: list[dict], tts_s: list[float]) -> dict:
     """The numbers for the whole corpus and for each half (tuning / held-out voices)."""
-    out = {"backend": backend, "state": state, "all": stats(rows, tts_s)}
+    out = {"backend": backend, "state": state, "all": stats(rows, tts_s), "rows": rows}
     for h in ("tuning", "held-out"):
         part = [r for r in rows if half(r["voice"]) == h]
         if part:  # an extra-clips run has no held-out half
@@ -307,6 +314,9 @@ def tts_first_audio(n: int = 12) -> list[float]:
 
 def show(res: dict, seconds: float) -> None:
     print(f"\n== {res['backend']} {res['state']} ({seconds:.0f} s) ==")
+    from companion.engine.confirm import bench_policy
+
+    show_families(res["state"], res["rows"], bench_policy()["when_unsure"])
     for part in ("all", "tuning", "held-out"):
         if part not in res:
             continue
@@ -418,6 +428,9 @@ def main() -> None:
     ap.add_argument("--ns-where", default="rec", choices=("rec", "all"),
                     help="denoise only what the recogniser hears, or also the VAD and noise gate")
     ap.add_argument("--half", choices=("tuning", "held-out"), help="decode only these voices")
+    ap.add_argument("--family", default="both", choices=("espeak-ng", "neural", "both"),
+                    help="the participants' voices: espeak-ng, neural (piper), or both "
+                    "(neural after espeak-ng, so warm espeak-ng results do not change)")
     ap.add_argument(
         "--rescore",
         type=Path,
@@ -441,8 +454,11 @@ def main() -> None:
         args.calibrate = True
         if "," in args.states:
             ap.error("--write fits one state: give one --states (the shipped fit is cold)")
-    clips = (build() if args.clips != "extra" else []) + (
-        build(extra=True) if args.clips != "main" else []
+    espeak, neural = (args.family in (f, "both") for f in ("espeak-ng", "neural"))
+    clips = (
+        (build() if args.clips != "extra" and espeak else [])
+        + (build(extra=True) if args.clips != "main" and espeak else [])
+        + (build(family="neural") if args.clips != "extra" and neural else [])
     )
     clips = [c for c in clips if args.half in (None, half(c.voice))][:: args.every]
     if args.rescore:

@@ -28,10 +28,9 @@ import time
 from importlib import resources
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+from tests.bench.machine import cpu_line
 
-from tests.bench.machine import cpu_line  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 SHORT = "Let's start with how you're feeling right now."
 GOALS = {"first_audio_s": 0.3, "rtf": 0.15, "wer_piper": 0.30}

@@ -32,8 +32,10 @@ REPEAT = 'repeat = [\n    "repeat",'
 CLOSINGS = 'closings = [\n    "thats all",'
 YES_NO_IGNORED = 'yes_no_ignored = ["um",'
 SPOKEN_YES_NO = 'spoken_yes_no = [\n    "yes",'
-SPOKEN_COMMANDS = 'spoken_commands = ["skip",'
+SPOKEN_COMMANDS = 'spoken_commands = ["skip this one",'
 INVITE_YES = 'invite_yes = ["yes",'
+ANSWER_FORMS = 'spoken_answer_forms = ["i\'d say {n}",'
+HEDGE_FORMS = 'spoken_hedge_forms = ["{n} i think",'
 SPOKEN_HEDGES = 'spoken_hedges = ["not sure",'
 INVITE_LATER = 'invite_later = ["not now",'
 INVITE_IGNORED = 'invite_ignored = ["please",'
@@ -81,9 +83,16 @@ BAD = [
     (adding(SPOKEN_YES_NO, '"perhaps"'), "answers.spoken_yes_no", "'perhaps' does not parse"),
     (setting("spoken_yes_no", '["yes", "sure"]'), "answers.spoken_yes_no", "needs a yes and a no"),
     (adding(SPOKEN_COMMANDS, '"go on"'), "answers.spoken_commands", "'go on' is not a skip"),
+    (adding(SPOKEN_COMMANDS, '"skip"'), "answers.spoken_commands", "'skip' is one word"),
     (adding(SPOKEN_HEDGES, '"four"'), "answers.spoken_hedges", "'four' reads as an answer"),
     (adding(SPOKEN_HEDGES, '"yes"'), "answers.spoken_hedges", "'yes' reads as an answer"),
     (adding(SPOKEN_HEDGES, '"skip it"'), "answers.spoken_hedges", "reads as an answer or a"),
+    # a phrase form holds its number once and reads as it (or, with a doubt, as unclear)
+    (adding(ANSWER_FORMS, '"i say"'), "answers.spoken_answer_forms", "must hold {n} once"),
+    (adding(ANSWER_FORMS, '"{n} or {n}"'), "answers.spoken_answer_forms", "must hold {n} once"),
+    (adding(ANSWER_FORMS, '"about {n}"'), "answers.spoken_answer_forms", "'about zero' does not"),
+    (adding(ANSWER_FORMS, '"{n} out of five"'), "answers.spoken_answer_forms", "does not read"),
+    (adding(HEDGE_FORMS, '"say {n}"'), "answers.spoken_hedge_forms", "'say zero' reads as an"),
     # an invitation reply means one thing, and nothing ignored in it could change it
     (adding(INVITE_YES, '"later"'), "answers.invite_later", "'later' is in invite_yes as well"),
     (adding(INVITE_LATER, '"no thanks"'), "answers.invite_no", "in invite_later as well"),

@@ -103,8 +103,8 @@ BAD = [
      "acknowledgements.valence.positive", "'really frightened'"),
     ('"Mm, I hear you."', '"That sounds lovely."', "acknowledgements.neutral", "'lovely'"),
     # answer hints and invitation replies: prompts with placeholders of their own
-    ("{low} to {high}, or say skip.", "{low} to {top}, or say skip.", "prompts.hint_likert",
-     "unknown placeholder {top}"),
+    ("{low} to {high}, or say skip this one.", "{low} to {top}, or say skip.",
+     "prompts.hint_likert", "unknown placeholder {top}"),
     ('hint_yesno = "Please say yes or no', 'hint_yesno = "Please say {low} or no',
      "prompts.hint_yesno", "unknown placeholder {low}"),
     ("ask again in {minutes} minutes", "ask again in {hours} hours", "prompts.invitation_snoozed",
@@ -235,7 +235,7 @@ def own_acknowledgements() -> str:
 def test_a_studys_own_wording_is_what_its_sessions_say(tmp_path: Path) -> None:
     start, end = DEFAULT.index("\n[acknowledgements]\n"), DEFAULT.index("# ---- Instruments")
     text = DEFAULT[:start] + own_acknowledgements() + DEFAULT[end:]
-    text = text.replace("Please say a number from {low} to {high}, or say skip.",
+    text = text.replace("Please say a number from {low} to {high}, or say skip this one.",
                         "Say {low} to {high}, {name}, or skip.")  # fmt: skip
     protocol = parse_protocol(text, "own.toml")
     ack = protocol.acknowledgements

