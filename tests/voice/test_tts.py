@@ -25,8 +25,10 @@ from tests.helpers.run import SCRIPT, answering_lines, home_with_config, one_err
 from tests.helpers.speech import ANSWER_VOCAB, HEDGES, STORY, pad
 
 ENGINES = ("piper", "pyttsx3")
-# Answers both engines' speech is heard as (espeak-ng's "skip" is heard as "neutral").
-ANSWERS = ("Strongly agree.", "Four.", "Disagree.", "Two.", "Repeat that.")
+# Answers both engines' speech is heard as from a fresh recogniser, 12 of 12 renditions each
+# (espeak-ng's "skip" is heard as "neutral"; a cold "two" in this voice mostly goes unheard:
+# tests/voice/test_neural_answers.py and the spoken-answer benchmark measure numbers).
+ANSWERS = ("Strongly agree.", "Four.", "Disagree.", "Three.", "Repeat that.")
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +40,9 @@ def speakers() -> Iterator[dict[str, Speech]]:
 
 
 def heard(sphinx: PocketsphinxFactory, pcm: bytes, rate: int, mode: str = "grammar") -> str:
+    # From a fresh process's state: the module's recogniser adapts to all it heard, and which
+    # tests ran before in this worker must not decide what this one hears.
+    sphinx.reset_adaptation()
     rec = sphinx.create(mode, ANSWER_VOCAB, HEDGES) if mode == "grammar" else sphinx.create(mode)  # type: ignore[arg-type]
     audio = pad(resample(pcm, rate))
     for i in range(0, len(audio), 960):
