@@ -176,7 +176,7 @@ else
   step venv "dependencies' venv (cold: pip install in the emulated root, kept in $layer)"
   rm -rf "$cache"/venv-*  # one layer kept: older ones belong to older wheels or roots
   mount_root "$work/build" "$root" "$layer.tmp/fs" "$layer.tmp/ovl"
-  mapfile -t deps < <("$host_py" -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; [print(d) for d in p["dependencies"] + p["optional-dependencies"]["voice"]]')
+  mapfile -t deps < <("$host_py" deploy/device_requirements.py)
   chroot_in "$work/build" python3 -m venv --without-pip /opt/companion/.venv
   chroot_in "$work/build" /opt/companion/.venv/bin/python "/wheels/$pip_whl/pip" install -q \
     --no-compile --no-cache-dir --no-index --find-links /wheels "${deps[@]}" pip \

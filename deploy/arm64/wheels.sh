@@ -34,7 +34,7 @@ pure_sdists="srt"
 
 # Runtime dependencies and the neural voice's (the `voice` extra, which devices install), read
 # from the one place they are declared.
-mapfile -t deps < <("$py" -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; [print(d) for d in p["dependencies"] + p["optional-dependencies"]["voice"]]')
+mapfile -t deps < <("$py" deploy/device_requirements.py)
 
 dest="$out"
 if [ -n "$cache" ]; then

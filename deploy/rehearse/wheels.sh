@@ -22,12 +22,7 @@ py="$repo/.venv/bin/python"; [ -x "$py" ] || py=python3
 pyver="$($py -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
 [ "$pyver" = 3.11 ] || { echo "wheels: need the host's python3 to be 3.11 like Bookworm's" >&2; exit 2; }
 case "$arch" in amd64|arm64) ;; *) echo "wheels: --arch $arch: use amd64 or arm64" >&2; exit 2 ;; esac
-deps="$($py - "$repo/pyproject.toml" <<'PY'
-import sys, tomllib
-p = tomllib.load(open(sys.argv[1], "rb"))["project"]
-print("\n".join(p["dependencies"] + p["optional-dependencies"]["voice"]))  # devices get the voice
-PY
-)"
+deps="$($py "$repo/deploy/device_requirements.py")"
 key="$(printf '%s\n%s\n%s\n' "$arch" "$pyver" "$deps" | sha256sum | cut -c1-16)"
 deps_dir="$cache/wheels-$arch-$key"
 if [ ! -f "$deps_dir/.complete" ]; then
