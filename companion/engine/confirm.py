@@ -26,6 +26,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any, Literal, TypeGuard
 
+from companion.engine.answers import UNCLEAR, Answer
 from companion.errors import ConfigError
 from companion.files import json_object
 
@@ -76,6 +77,14 @@ def command_heard(confidence: float | None) -> bool:
     the benchmark hears numbers as commands only with a low confidence. None (typed, or a
     recogniser without one) counts: a typed "skip" is what was meant."""
     return confidence is None or confidence >= load_fit().command_below
+
+
+def acted_on(answer: Answer, confidence: float | None) -> Answer:
+    """A parsed answer as a session acts on it: a skip or repeat the recogniser was unsure of
+    (`command_heard`) is unclear, asked again (it may be a number heard as a command)."""
+    if answer.kind in ("skip", "repeat") and not command_heard(confidence):
+        return UNCLEAR
+    return answer
 
 
 def bench_policy() -> dict[str, Callable[[str, int, float | None, str], bool]]:

@@ -169,9 +169,7 @@ class SessionRun:
             self.say(text, purpose)
             heard = self.hear(expect, purpose)
             raws.append(heard.text)
-            answer = parse_item(item, heard.text, self.words)
-            if answer.kind in ("skip", "repeat") and not confirm.command_heard(heard.confidence):
-                answer = answers.UNCLEAR  # a number heard as a command: asked again
+            answer = confirm.acted_on(parse_item(item, heard.text, self.words), heard.confidence)
             if answer.kind == "repeat" and repeats <= self.protocol.max_reprompts:
                 repeats += 1
                 text = item.text

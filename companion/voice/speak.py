@@ -86,14 +86,7 @@ class SpeakerSettings:
 
 def split_sentences(text: str, max_chars: int = 200) -> list[str]:
     """Sentences, with over-long ones cut at commas/spaces so each renders quickly."""
-    out: list[str] = []
-    for sent in _SENTENCE.split(text.strip()):
-        while len(sent) > max_chars:
-            out.append(_head(sent, max_chars))
-            sent = sent[len(out[-1]) :].strip()
-        if sent:
-            out.append(sent)
-    return out
+    return [piece.text for piece in plan(text, max_chars, max_chars, 0.0)]
 
 
 def _head(sentence: str, max_chars: int) -> str:

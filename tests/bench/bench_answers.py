@@ -34,8 +34,7 @@ from dataclasses import astuple
 from datetime import UTC, datetime
 from pathlib import Path
 
-from companion.engine.answers import UNCLEAR  # noqa: E402
-from companion.engine.confirm import command_heard  # noqa: E402
+from companion.engine.confirm import acted_on  # noqa: E402
 from companion.engine.dialogue import Expectation  # noqa: E402
 from companion.engine.items import parse_item, vocabulary_for  # noqa: E402
 from companion.engine.protocol import load_protocol  # noqa: E402
@@ -197,9 +196,7 @@ def decode_all(backend: str, clips: list[Clip], state: str, ns: int | None = Non
         shipped = load_protocol(None).answer_words
         words = shipped.spoken_yes_no if clip.group == "confirm" else vocabulary_for(item, shipped)
         heard = channel.listen(Expectation("answer", words, hedges=HEDGES))
-        a = parse_item(item, heard.text, shipped)
-        if a.kind in ("skip", "repeat") and not command_heard(heard.confidence):
-            a = UNCLEAR  # as Session.ask does
+        a = acted_on(parse_item(item, heard.text, shipped), heard.confidence)  # as Session.ask
         got = f"value:{a.value}" if a.kind == "value" else a.kind
         tr = channel.last_transcript
         raw = getattr(tr, "text", "") or ""

@@ -52,15 +52,6 @@ def words(text: str) -> list[str]:
     return re.sub(r"[^a-z' ]+", " ", text.lower().replace("-", " ")).split()
 
 
-def edits(ref: list[str], hyp: list[str]) -> int:
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1]
-
-
 class TimedSink:
     """Notes when the first piece arrives; with `realtime`, plays as long as the audio lasts."""
 
@@ -119,6 +110,8 @@ def child(engine: str, n: int) -> None:
             spoken.append((piece.text, pcm, rate))
     audio = sum(len(pcm) / 2 / rate for _, pcm, rate in spoken)
     out["rss_spoken_mb"] = rss_mb()  # the engine after speaking the stories (its arena grown)
+    from tests.helpers.speech import word_edits
+
     sphinx = PocketsphinxFactory()
     errors = total = 0
     for text, pcm, rate in spoken:
@@ -127,7 +120,7 @@ def child(engine: str, n: int) -> None:
         for i in range(0, len(pcm16), 960):
             rec.accept(pcm16[i : i + 960])
         ref = words(text)
-        errors += edits(ref, rec.final().text.split())
+        errors += word_edits(ref, rec.final().text.split())
         total += len(ref)
     del spoken
     out.update(rtf=render / audio, stories=len(texts), words=total, wer=errors / total,

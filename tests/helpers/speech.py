@@ -66,6 +66,16 @@ def piper_pcm(text: str, length_scale: float = 1.0, noise_scale: float = 0.667,
     return resample(pcm, voice.config.sample_rate)
 
 
+def word_edits(ref: list[str], hyp: list[str]) -> int:
+    """Word-level edit distance (substitutions, insertions, deletions) from `ref` to `hyp`."""
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[-1]
+
+
 def with_noise(pcm: bytes, snr_db: float, seed: int = 0) -> bytes:
     """White noise added at the given speech-to-noise ratio (on voiced samples)."""
     x = np.frombuffer(pcm, dtype=np.int16).astype(np.float64)

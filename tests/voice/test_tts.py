@@ -22,7 +22,7 @@ from companion.voice.piper_tts import PiperSpeaker, VoiceFiles, packaged_voice
 from companion.voice.speak import Speaker, SpeakerSettings, Speech, plan
 from companion.voice.tts import check, open_speaker
 from tests.helpers.run import SCRIPT, answering_lines, home_with_config, one_error_line, run_cli
-from tests.helpers.speech import ANSWER_VOCAB, HEDGES, STORY, pad
+from tests.helpers.speech import ANSWER_VOCAB, HEDGES, STORY, pad, word_edits
 
 ENGINES = ("piper", "pyttsx3")
 # Answers both engines' speech is heard as from a fresh recogniser, 12 of 12 renditions each
@@ -53,13 +53,7 @@ def heard(sphinx: PocketsphinxFactory, pcm: bytes, rate: int, mode: str = "gramm
 def word_errors(said: str, heard_text: str) -> float:
     """Word error rate: edit distance over the words said."""
     ref = said.lower().replace(".", "").replace(",", "").split()
-    hyp = heard_text.split()
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1] / len(ref)
+    return word_edits(ref, heard_text.split()) / len(ref)
 
 
 def speech_span_s(pcm: bytes, rate: int, threshold: int = 300) -> float:
