@@ -9,9 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from companion.settings.config import Config
+from companion.settings.config import Config, Home, write_config
 
 CONFIG = Config(participant_id="P007", participant_name="Sam", timezone="Europe/Berlin")
+
+
+def config_home(path: Path) -> Path:
+    """A home at `path` holding only CONFIG, where the install tests start."""
+    write_config(Home(path), CONFIG)
+    return path
 
 
 def find_ko_model() -> Path:
