@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,12 @@ def linked_tree(source: Path, dest: Path) -> Path:
             except OSError:
                 shutil.copyfile(file, target)
     return dest
+
+
+def zip_model(folder: Path, path: Path, top: str) -> Path:
+    """`folder` zipped like the official downloads: everything in one top folder `top`
+    (stored, not compressed: fast to build)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for file in sorted(folder.rglob("*")):
+            zf.write(file, f"{top}/{file.relative_to(folder).as_posix()}")
+    return path

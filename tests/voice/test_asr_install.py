@@ -20,7 +20,7 @@ from companion.settings.config import Home, load_config
 from companion.voice.asr import install_asr
 from companion.voice.backend import BackendChoice, choose_backend
 from companion.voice.listen import VoskFactory, pick_backend
-from tests.helpers.asr import CONFIG, config_home, linked_tree
+from tests.helpers.asr import CONFIG, config_home, linked_tree, zip_model
 from tests.helpers.run import run_cli
 from tests.helpers.speech import pad, speech_pcm, with_noise
 
@@ -35,11 +35,7 @@ def sha256_of(path: Path) -> str:
 @pytest.fixture(scope="module")
 def ko_zip(ko_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The real model zipped like the official downloads: everything in one top folder."""
-    path = tmp_path_factory.mktemp("zips") / f"{NAME}.zip"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:  # stored: fast to build
-        for file in sorted(ko_model.rglob("*")):
-            zf.write(file, f"{NAME}/{file.relative_to(ko_model).as_posix()}")
-    return path
+    return zip_model(ko_model, tmp_path_factory.mktemp("zips") / f"{NAME}.zip", NAME)
 
 
 @pytest.fixture(scope="module")
