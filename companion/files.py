@@ -114,8 +114,8 @@ def read_input(path: Path, what: str, max_bytes: int,
         raise error(f"{name}: cannot read {what} ({exc.strerror}); check the path") from None
     with os.fdopen(fd, "rb") as f:
         mode = os.fstat(fd).st_mode
-        kind = next((k for test, k in _KINDS if test(mode)), "not a file")
         if not stat.S_ISREG(mode):
+            kind = next((k for test, k in _KINDS if test(mode)), "not a file")
             raise error(f"{name}: {what} is {kind}, not a regular file; give a file's path")
         chunks, size = [], 0
         while chunk := f.read(_CHUNK):
@@ -145,8 +145,10 @@ def space_problem(path: object) -> str | None:
         return None
     where = printable(str(folder))
     if fs.f_files and fs.f_favail == 0:
-        return (f"the filesystem holding {where} has no free inodes (it holds as many files as "
-                "it can); delete files you do not need there: freeing space alone will not help")
+        return (
+            f"the filesystem holding {where} has no free inodes (it holds as many files as "
+            "it can); delete files you do not need there: freeing space alone will not help"
+        )
     if fs.f_bavail * fs.f_frsize < OPEN_DB_MB * 1024 * 1024:
         return f"the disk holding {where} is full; free some space there"
     return None

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from companion.settings.config import Config
+from companion.settings.config import Config, Home, write_config
 
 CONFIG = Config(participant_id="P007", participant_name="Sam", timezone="Europe/Berlin")
+
+
+def config_home(path: Path) -> Path:
+    """A home at `path` holding only CONFIG, where the install tests start."""
+    write_config(Home(path), CONFIG)
+    return path
 
 
 def find_ko_model() -> Path:
@@ -36,3 +43,12 @@ def linked_tree(source: Path, dest: Path) -> Path:
             except OSError:
                 shutil.copyfile(file, target)
     return dest
+
+
+def zip_model(folder: Path, path: Path, top: str) -> Path:
+    """`folder` zipped like the official downloads: everything in one top folder `top`
+    (stored, not compressed: fast to build)."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        for file in sorted(folder.rglob("*")):
+            zf.write(file, f"{top}/{file.relative_to(folder).as_posix()}")
+    return path

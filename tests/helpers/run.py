@@ -41,6 +41,12 @@ def run_cli(*args: str, input: str | None = None, home: Path | None = None,
     )  # fmt: skip
 
 
+def run_python(script: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run `script` with this interpreter in its own process, from the repository root."""
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=REPO, timeout=timeout)  # fmt: skip
+
+
 def answering_lines(answers: Iterable[str]) -> str:
     return "".join(f"{a}\n" for a in answers)
 

@@ -311,10 +311,8 @@ def test_a_stop_signal_inside_the_pools_lock_still_stops() -> None:
     """The signal handler runs wherever the main thread is: here inside a thread pool's
     non-reentrant lock, the moment a handler that shut the scheduler down waited on itself."""
     import signal
-    import subprocess
-    import sys
 
-    from tests.helpers.run import REPO
+    from tests.helpers.run import run_python
 
     script = (
         "import os, signal\n"
@@ -331,11 +329,12 @@ def test_a_stop_signal_inside_the_pools_lock_still_stops() -> None:
         "scheduler.shutdown(wait=False)\n"
         "print('stopped', flush=True)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=REPO, timeout=60)  # fmt: skip
+    done = run_python(script)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "handler returned", f"woken by {int(signal.SIGTERM)}", "stopped"
+        "handler returned",
+        f"woken by {int(signal.SIGTERM)}",
+        "stopped",
     ]
 
 
@@ -374,10 +373,8 @@ def test_a_stop_signal_taken_by_another_thread_wakes_the_main_thread() -> None:
     """The kernel may give a process's signal to any of its threads; the main thread, waiting
     for the stop, must wake all the same."""
     import signal
-    import subprocess
-    import sys
 
-    from tests.helpers.run import REPO
+    from tests.helpers.run import run_python
 
     script = (
         "import signal, threading\n"
@@ -389,8 +386,7 @@ def test_a_stop_signal_taken_by_another_thread_wakes_the_main_thread() -> None:
         "threading.Timer(0.2, other).start()\n"
         "print('woken by', stop.wait(), flush=True)\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=REPO, timeout=60)  # fmt: skip
+    done = run_python(script)
     assert (done.returncode, done.stdout) == (0, f"woken by {int(signal.SIGTERM)}\n"), done
 
 

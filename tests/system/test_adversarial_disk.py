@@ -25,7 +25,7 @@ from tests.helpers.adversarial import (
     umount,
 )
 from tests.helpers.forkrun import run_many
-from tests.helpers.run import REPO
+from tests.helpers.run import REPO, run_python
 
 STORY = " ".join(["The lift broke and I carried the shopping up nine floors in the heat."] * 10)
 
@@ -155,8 +155,7 @@ def test_a_start_up_sigterm_ends_the_process_whatever_code_it_lands_in() -> None
         "    pass\n"
         "print('still running')\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=REPO, timeout=60)  # fmt: skip
+    done = run_python(script)
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 

