@@ -20,6 +20,7 @@ from typing import Any
 
 from companion.checksum import sha256_file
 from companion.errors import CompanionError
+from companion.research.words import alternation
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,9 @@ LABELS = {"PERSON": "PERSON", "GPE": "PLACE", "LOC": "PLACE", "FAC": "PLACE", "O
           "DATE": "DATE"}  # fmt: skip
 # A DATE entity is redacted only when it pins a day or year ("March 3rd", "1982", "the third
 # of May"), not for "yesterday", "last summer" or "in June", which identify nobody.
+_WEEKDAYS = alternation("weekdays")
 _PINNED_DATE = re.compile(
-    r"\d|monday|tuesday|wednesday|thursday|friday|saturday|sunday|christmas|easter|nineteen|"
+    rf"\d|{_WEEKDAYS}|christmas|easter|nineteen|"
     r"thousand|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|teenth|"
     r"twentieth|thirtieth",
     re.IGNORECASE,
@@ -49,8 +51,8 @@ _UNPINNED_DATE = re.compile(
     r"(?:(?:about|around|over|almost|nearly|only|just|the last|the past|for)\s+)?"
     r"(?:a few|a couple of|\w+)\s+(?:whole\s+|long\s+)?"
     r"(?:days?|weeks?|months?|years?|seasons?|decades?|hours?)(?:\s+(?:ago|later|before|now))?"
-    r"|(?:(?:last|next|this|every|on|that)\s+)?(?:monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday)s?(?:\s+(?:night|morning|afternoon|evening))?",
+    rf"|(?:(?:last|next|this|every|on|that)\s+)?(?:{_WEEKDAYS})s?"
+    r"(?:\s+(?:night|morning|afternoon|evening))?",
     re.IGNORECASE,
 )
 

@@ -115,7 +115,6 @@ class Recognizer:
     find: Callable[[Text], list[Span]] | None = None
     stage: str = "text"
     case: str = "any"
-    words: tuple[str, ...] = ()  # the data file's lists it reads
     examples: tuple[str, ...] = ()
     counterexamples: tuple[str, ...] = ()
 
@@ -244,31 +243,31 @@ def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
 
 # The rules that read a name from its context; they run on a truecased copy too.
 NAME_RULES: tuple[Recognizer, ...] = (
-    R("titled", "PERSON", (_TITLED,), 1, words=("titles",)),
+    R("titled", "PERSON", (_TITLED,), 1),
     R("introduced", "PERSON", (intros.INTRODUCED,), 1),
-    R("related", "PERSON", (_RELATED,), 1, words=("relations",)),
-    R("contact", "PERSON", (_CONTACT,), 1, words=("contact_verbs", "not_names")),
+    R("related", "PERSON", (_RELATED,), 1),
+    R("contact", "PERSON", (_CONTACT,), 1),
     R("spelled", "PERSON", (intros.SPELLED,)),
     R("caller", "PERSON", find=_caller),
     R("nickname", "PERSON", find=_nickname),
-    R("pet", "PET", (_PET,), 1, words=("pet_kinds",)),
+    R("pet", "PET", (_PET,), 1),
 )
 TEXT: tuple[Recognizer, ...] = (
     R("email", "EMAIL", (EMAIL,)),
     R("postcode", "ADDRESS", (POSTCODE,)),
-    R("named_street", "ADDRESS", (NAMED_STREET,), words=_STREET_LISTS),
+    R("named_street", "ADDRESS", (NAMED_STREET,)),
     *(R(n, "DATE", (p,)) for n, p in zip(DATE_NAMES, DATES, strict=True)),
     R("id", "ID", (ID,)),
     R("grouped_id", "ID", (GROUPED_ID,)),
     R("plate", "ID", (PLATE,)),
     R("sort_code", "ID", (SORT_CODE,)),
-    R("year", "DATE", (YEAR,), words=("feast_days",)),
+    R("year", "DATE", (YEAR,)),
     *(R(name, label, (p,)) for name, label, p in spoken.PATTERNS),
     R("phone", "PHONE", find=_phone),
     *NAME_RULES,
     R("lower_named", "PERSON", find=_lower_names, stage="plain", case="lower"),
     R("upper_id", "ID", find=_upper_ids, case="lower"),
-    R("lost_dots", "EMAIL", (LOST_DOTS,), case="lower", words=("email_endings",)),
+    R("lost_dots", "EMAIL", (LOST_DOTS,), case="lower"),
     R("birthday_name", "PERSON", find=_birthday),
     *(R(name, label, (p,), 1) for name, label, p in spoken.GROUPED),
     R("name_is_age", "AGE", find=_name_is_age),

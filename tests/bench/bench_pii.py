@@ -39,7 +39,7 @@ from collections import Counter
 from pathlib import Path
 
 from companion.research.deidentify import Redactor, redactor_for
-from companion.research.ner import load_pipeline
+from companion.research.ner import Span, load_pipeline
 from tests.bench.machine import cpu_line
 from tests.helpers.planted import (
     FRESH,
@@ -96,12 +96,17 @@ def participant(path: Path) -> str:
     return m.group(1) if m else OWN_FIRST
 
 
+def recognised(texts: list[str]) -> list[str]:
+    """The texts as a recogniser writes them: lower case, no punctuation (same lengths)."""
+    return [re.sub(r"[^\w\s@'-]", " ", t).lower() for t in texts]
+
+
 def recall(
     redactor: Redactor, lower: bool, sentences: list[Planted]
 ) -> tuple[dict[str, tuple[int, int]], list[str]]:
     texts = [s.text for s in sentences]
-    if lower:  # as a recogniser writes it: lower case, no punctuation (same lengths)
-        texts = [re.sub(r"[^\w\s@'-]", " ", t).lower() for t in texts]
+    if lower:
+        texts = recognised(texts)
     found = redactor.spans_many(texts)
     hits: Counter[str] = Counter()
     totals: Counter[str] = Counter()
@@ -120,20 +125,30 @@ def recall(
 EXPORT_TEXTS = 100
 
 
-def over_redaction(redactor: Redactor, path: Path, lower: bool) -> tuple[int, int, float]:
+def situations_of(path: Path) -> list[str]:
     with path.open(newline="", encoding="utf-8") as f:
-        texts = [row["content"] for row in csv.DictReader(f)]
-    if lower:
-        texts = [re.sub(r"[^\w\s@'-]", " ", t).lower() for t in texts]
-    t0 = time.perf_counter()
+        return [row["content"] for row in csv.DictReader(f)]
+
+
+def as_exports(redactor: Redactor, texts: list[str]) -> list[list[Span]]:
+    """The spans of each text, read as exports: the situations come from many writers; an
+    export holds one participant's texts, and a name found in it spreads only within it
+    (research.propagate): one "export" per EXPORT_TEXTS situations, about a month of one
+    participant's story turns and replies."""
     found = []
-    # The situations come from many writers; an export holds one participant's texts, and
-    # a name found in it spreads only within it (research.propagate): one "export" per
-    # EXPORT_TEXTS situations, about a month of one participant's story turns and replies.
     for i in range(0, len(texts), EXPORT_TEXTS):
         redactor.propagated.clear()
         found += redactor.spans_many(texts[i : i + EXPORT_TEXTS])
     redactor.propagated.clear()
+    return found
+
+
+def over_redaction(redactor: Redactor, path: Path, lower: bool) -> tuple[int, int, float]:
+    texts = situations_of(path)
+    if lower:
+        texts = recognised(texts)
+    t0 = time.perf_counter()
+    found = as_exports(redactor, texts)
     elapsed = time.perf_counter() - t0
     words = redacted = 0
     for text, spans in zip(texts, found, strict=True):
@@ -170,20 +185,16 @@ def by_rule(off: frozenset[str], situations: Path) -> None:
                             lost[rule][n] += 1
     false: dict[str, list[int]] = {r.name: [0, 0, 0, 0] for r in rules}
     redactor = redactor_for([participant(set_path(HELD_OUT))], load_pipeline(), off)
-    with situations.open(newline="", encoding="utf-8") as f:
-        typed = [row["content"] for row in csv.DictReader(f)]
+    typed = situations_of(situations)
     words = 0
-    for col, texts in enumerate((typed, [re.sub(r"[^\w\s@'-]", " ", t).lower() for t in typed])):
-        for i in range(0, len(texts), EXPORT_TEXTS):
-            redactor.propagated.clear()
-            chunk = texts[i : i + EXPORT_TEXTS]
-            for text, spans in zip(chunk, redactor.spans_many(chunk), strict=True):
-                for m in re.finditer(r"\S+", text):
-                    words += col == 0
-                    by = {sp.rule for sp in spans if sp.start < m.end() and m.start() < sp.end}
-                    for rule in by:
-                        false[rule][2 * col] += 1
-                        false[rule][2 * col + 1] += len(by) == 1
+    for col, texts in enumerate((typed, recognised(typed))):
+        for text, spans in zip(texts, as_exports(redactor, texts), strict=True):
+            for m in re.finditer(r"\S+", text):
+                words += col == 0
+                by = {sp.rule for sp in spans if sp.start < m.end() and m.start() < sp.end}
+                for rule in by:
+                    false[rule][2 * col] += 1
+                    false[rule][2 * col + 1] += len(by) == 1
     print(
         f"\nby recognizer, sets {', '.join(map(str, sets))} (each part one export); "
         f"false hits on {situations.name} ({words} words), typed and lower case"
