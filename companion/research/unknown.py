@@ -1,14 +1,11 @@
-"""Names by what is not English, in text a recogniser wrote (no capitals): a recall policy.
+"""Names by what is not English: a recall policy for the words no context rule reads.
 
-The context rules (`casing`, `context`) need a cue around a word and mostly a list that knows
-the name; what they miss in lower-case speech is a name no list holds ("wojtek", "niamh",
-"kerrera") or one said with no cue ("hamish wants to go fishing"). A recogniser writes only
-words of its vocabulary, so a word that is no English word (Webster's with its inflections,
-prefixes and compounds) and not among the ~29,000 most frequent English words is, in a
-story, almost always a name, and is redacted wherever it stands. So is a census name or
-GeoNames place that is an English word too rare for that frequency list ("bramble"). This
-spends part of the over-redaction budget on purpose (unknown brands and typos go too),
-which the benchmark measures on ordinary text.
+A recogniser writes only words of its vocabulary, so in lower-case speech a word that is no
+English word (Webster's with its inflections, prefixes and compounds) and not among the most
+frequent English words is, in a story, almost always a name, and is redacted wherever it
+stands; so is a listed name or place too rare as a word. In typed text a capitalised word is
+judged the same way. This spends part of the over-redaction budget on purpose (unknown brands
+and typos go too), which the benchmark measures on ordinary text.
 
 The frequencies are wordfreq's small English list (`wordfreq` 3.1.1, Apache-2.0 code; data
 CC BY-SA 4.0), read directly from its pinned, sha256-checked data file (no wordfreq import).
@@ -24,25 +21,22 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from companion.research.casing import _NOT_PROPER, _PLACE_CUES
-from companion.research.context import STOP
+from companion.research.casing import NOT_PROPER, PLACE_CUES
+from companion.research.context import AFTER_NAME, STOP, base
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import INSTALL_HINT, NerUnavailable, Span
-from companion.research.words import THRESHOLDS, TOKEN
+from companion.research.words import THRESHOLDS, TOKEN, alternation
 
 FREQUENCIES = ("wordfreq", "data/small_en.msgpack.gz")
 FREQUENCIES_SHA256 = "f94a80cba6a3857b260d0666b5432bb7ea9b85315574dee9c306e87f61298247"
 # Zipf scale (log10 of uses per billion words): 3 is once per million words.
 NAME_ZIPF = THRESHOLDS["rare_name_zipf"]  # a listed name that is a rarer English word: a name
 UNKNOWN_ZIPF = THRESHOLDS["english_zipf"]  # a word no dictionary knows this frequent is English
+CANDIDATE_ZIPF = THRESHOLDS["candidate_zipf"]  # a first name this frequent as a word stays
 
-_WORD = TOKEN
 _PREFIXES = ("co", "re", "un", "non", "over", "out", "mis", "pre", "under", "super")
-_SPELLED_TOKEN = re.compile(
-    r"[a-z]|dot|at|underscore|dash|hyphen|zero|oh|one|two|three|four|five|six|seven|eight|"
-    r"nine|double|triple"
-)
-_JOINS = {"dot", "at", "underscore", "dash", "hyphen"}
+_JOINS = ("dot", "at", "underscore", "dash", "hyphen")
+_SPELLED = re.compile(rf"[a-z]|{'|'.join(_JOINS)}|{alternation('said_digits')}")
 
 
 @lru_cache(maxsize=1)
@@ -64,7 +58,7 @@ def load_frequencies() -> dict[str, float]:
 
 
 def rare(word: str) -> bool:
-    """An English word rarer than NAME_ZIPF ("tig"), or none; False without the word list."""
+    """An English word rarer than NAME_ZIPF, or none; False without the word list."""
     try:
         return load_frequencies().get(word, 0.0) < NAME_ZIPF
     except NerUnavailable:
@@ -72,22 +66,24 @@ def rare(word: str) -> bool:
 
 
 def english(word: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
-    """An English word: in Webster's (inflected: "stunned", "funniest"), a prefixed form of
-    one ("coworker"), a compound of two common enough to be listed ("paycheck"), or frequent
-    in today's English whatever the dictionary says ("internet", "tacos")."""
+    """An English word: in Webster's (inflected), the plural of a frequent word, a prefixed
+    form of one, a compound of two that the frequency list holds (names rarely split so), or
+    frequent in today's English whatever the dictionary says."""
     if gaz.is_ordinary(word) or freq.get(word, 0.0) >= UNKNOWN_ZIPF:
         return True
     if any(word.endswith(s) and freq.get(word[: -len(s)], 0.0) >= UNKNOWN_ZIPF
            for s in ("s", "es")):  # fmt: skip
-        return True  # "tacos": the plural of a frequent word
+        return True
     for prefix in _PREFIXES:
         rest = word[len(prefix) :].lstrip("-")
         if word.startswith(prefix) and len(rest) > 3 and english(rest, gaz, freq):
             return True
-    if word in freq:  # "paycheck", "restroom": two words, and listed (names rarely split so)
-        return any(gaz.is_ordinary(word[:i]) and gaz.is_ordinary(word[i:].lstrip("-"))
-                   for i in range(3, len(word) - 2))  # fmt: skip
-    return False
+    return word in freq and any(gaz.is_ordinary(word[:i]) and gaz.is_ordinary(word[i:].lstrip("-"))
+                                for i in range(3, len(word) - 2))  # fmt: skip
+
+
+def _candidate(word: str) -> bool:
+    return len(word) > 2 and word not in STOP and word not in NOT_PROPER
 
 
 def unknown_names(
@@ -97,31 +93,59 @@ def unknown_names(
     rare as a word; a PLACE when the gazetteer lists it as one or a place cue precedes it."""
     spans = []
     prev = ""
-    for m in _WORD.finditer(text):
-        token = m.group(0)
-        word = (token[:-2] if token.endswith("'s") else token).strip("'-")
-        if (len(word) > 2 and word not in STOP and word not in _NOT_PROPER and not common(word)
-                and (not english(word, gaz, freq)
-                     or gaz.is_name(word) and freq.get(word, 0.0) < NAME_ZIPF)):  # fmt: skip
-            place = word in gaz.place_names or prev in _PLACE_CUES and word not in gaz.people
+    for m in TOKEN.finditer(text):
+        word = base(m.group(0)).strip("'-")
+        rare_name = gaz.is_name(word) and rare_in(word, freq)
+        if _candidate(word) and not common(word) and (rare_name or not english(word, gaz, freq)):
+            place = word in gaz.place_names or prev in PLACE_CUES and word not in gaz.people
             spans.append(Span(m.start(), m.start() + len(word), "PLACE" if place else "PERSON"))
-        prev = token
+        prev = m.group(0)
+    return spans
+
+
+def rare_in(word: str, freq: dict[str, float], zipf: float = NAME_ZIPF) -> bool:
+    return freq.get(word, 0.0) < zipf
+
+
+def typed_names(text: str, gaz: Gazetteer, freq: dict[str, float]) -> list[Span]:
+    """Capitalised words of typed text taken for names. A sentence's first word is capitalised
+    anyway: a name when it is no English word, a listed name that is no ordinary word, or a
+    first name before what follows a person. Inside a sentence: a listed name, no ordinary
+    word, or an English word too rare to be capitalised for any other reason."""
+    spans = []
+    for m in TOKEN.finditer(text):
+        token = m.group(0)
+        if not token[0].isupper() or token.isupper() and len(token) > 1:
+            continue
+        word = base(token.lower()).strip("'-")
+        if word in NOT_PROPER:
+            continue
+        before = text[: m.start()].rstrip()
+        if not before or before[-1] in ".!?\"'(:;\n":
+            nxt = (TOKEN.findall(text, m.end()) or [""])[0]
+            name = (gaz.is_name(word) and not gaz.is_ordinary(word)
+                    or word in gaz.first and nxt.lower() in AFTER_NAME
+                    or _candidate(word) and not english(word, gaz, freq))  # fmt: skip
+        else:
+            name = (gaz.is_name(word) or not gaz.is_ordinary(word)
+                    or _candidate(word) and rare_in(word, freq))  # fmt: skip
+        if name:
+            spans.append(Span(m.start(), m.start() + len(word), gaz.label(word)))
     return spans
 
 
 def spelled(text: str, names: list[Span]) -> list[Span]:
     """What a speaker spells letter by letter: a run with three letters or more, with the
-    digits, "dot"s and "at"s inside it ("c a l l o w a y", "k dot l e e", "a b one two c");
-    and initials read
-    before a name ("e j [calloway]"). Never "a" or "i" alone before a word."""
+    digits, "dot"s and "at"s inside it; and initials read before a name. Never "a" or "i"
+    alone before a word."""
     tokens = list(re.finditer(r"\S+", text))
     spans = []
     i = 0
     while i < len(tokens):
         j = i
-        while j < len(tokens) and _SPELLED_TOKEN.fullmatch(tokens[j].group(0)):
+        while j < len(tokens) and _SPELLED.fullmatch(tokens[j].group(0)):
             j += 1
-        while j > i and tokens[j - 1].group(0) in _JOINS:  # "... y at gmail": the run ends
+        while j > i and tokens[j - 1].group(0) in _JOINS:  # the run ends before "at gmail"
             j -= 1
         run = [t.group(0) for t in tokens[i:j]]
         if sum(len(t) == 1 for t in run) >= 3 and len(run[0]) == 1:
@@ -131,45 +155,20 @@ def spelled(text: str, names: list[Span]) -> list[Span]:
             i += 1
     starts = {s.start for s in names if s.label in ("PERSON", "PLACE")}  # a guess either way
     for k, tok in enumerate(tokens):
-        if tok.start() not in starts:
-            continue
         first = k
-        while first > 0 and re.fullmatch(r"[b-hj-z]", tokens[first - 1].group(0)):
+        while tok.start() in starts and first and re.fullmatch(r"[b-hj-z]", tokens[first - 1][0]):
             first -= 1
         if first < k:
             spans.append(Span(tokens[first].start(), tok.start() - 1, "PERSON"))
     return spans
 
 
-CANDIDATE_ZIPF = THRESHOLDS["candidate_zipf"]  # a first name this frequent as a word stays
-
-
 def name_candidates(view: str, gaz: Gazetteer, freq: dict[str, float]) -> str:
-    """`view` with census first names that are also English words capitalised ("rory",
-    "jasper"), so the NER pipeline judges them by their context; only its entities count."""
+    """`view` with census first names that are also English words capitalised, so the NER
+    pipeline judges them by their context; only its entities count."""
     chars = list(view)
-    for m in _WORD.finditer(view):
+    for m in TOKEN.finditer(view):
         word = m.group(0)
-        if (word in gaz.first and word not in STOP and word not in _NOT_PROPER
-                and len(word) > 2 and freq.get(word, 0.0) < CANDIDATE_ZIPF):  # fmt: skip
+        if word in gaz.first and _candidate(word) and rare_in(word, freq, CANDIDATE_ZIPF):
             chars[m.start()] = chars[m.start()].upper()
     return "".join(chars)
-
-
-def typed_unknown(text: str, gaz: Gazetteer, freq: dict[str, float]) -> list[Span]:
-    """Capitalised words of typed text that the same policy takes for names: at a sentence's
-    start one that is no English word ("Priya and I"), inside one also an English word too
-    rare to be capitalised for any other reason ("or Cally if")."""
-    spans = []
-    for m in re.finditer(r"[A-Z][a-z'-]+", text):
-        word = m.group(0)
-        base = (word[:-2] if word.endswith("'s") else word).strip("'-").lower()
-        if base in _NOT_PROPER or base in STOP or len(base) < 3:
-            continue
-        if m.start() and text[m.start() - 1].isalnum():  # "McDonald": not a word's start
-            continue
-        before = text[: m.start()].rstrip()
-        start = not before or before[-1] in ".!?\"'(:;\n"
-        if (not english(base, gaz, freq)) if start else freq.get(base, 0.0) < NAME_ZIPF:
-            spans.append(Span(m.start(), m.start() + len(base), gaz.label(base)))
-    return spans
