@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span, tag
 from companion.research.propagate import propagate
-from companion.research.recognizers import GAZETTEER, NAME_RULES, TEXT, Text
+from companion.research.recognizers import GAZETTEER, NAME_RULES, TEXT, Recognizer, Text, introduced
 from companion.research.words import ordinary
 
 SALT_NAME = "export_salt"
@@ -47,7 +47,7 @@ class Redactor:
     names: tuple[str, ...] = ()
     ner: Pipeline | None = None
     gazetteer: Gazetteer | None = None  # used with `ner` (both are the deidentify extra)
-    # Names the participant gave ("my surname is pennick"), redacted from then on everywhere.
+    # Names the participant gave as theirs ("my surname is pennick"), redacted from then on.
     learned: set[str] = field(default_factory=set, compare=False)
     # Short forms of the first names ("zel", "zellie" for Zelda), none an ordinary word.
     short: tuple[str, ...] = ()
@@ -60,39 +60,29 @@ class Redactor:
     def method(self) -> str:
         return f"patterns+ner ({self.ner.name})+gazetteers+wordfreq" if self.ner else "patterns"
 
-    def spans(self, text: str, lower_rules: bool = True) -> list[Span]:
-        """The spans of the "text" recognizers (and, with `lower_rules`, the "plain" ones:
-        text without capitals read without the gazetteer)."""
-        return self._run(Text(text, self.nameish, names=self.own()), lower_rules)
-
     def own(self) -> tuple[str, ...]:
-        return (*self.names, *sorted(self.learned), *self.short)
-
-    def _run(self, t: Text, lower_rules: bool) -> list[Span]:
-        for r in TEXT:
-            if r.name not in self.off and r.applies(t) and (lower_rules or r.stage == "text"):
-                t.found += r.spans(t)
-        return t.found
+        return (*self.names, *sorted(self.learned, key=len, reverse=True), *self.short)
 
     def learn(self, texts: list[str]) -> None:
-        """Remember the participant's own names in `texts`: the names they give ("my surname
-        is pennick") and the word after a name they are known by ("zelda pennick"), so
-        a surname said once is redacted in every later text too."""
-        own = "|".join(re.escape(n) for n in self.names if " " not in n)
-        after = re.compile(rf"\b(?i:{own})\s+([A-Za-z][\w'-]+)") if own else None
+        """Remember the participant's own names in `texts`, to redact them in every text:
+        the names they give (`recognizers.introduced`) and, in turn, a name after a name of
+        theirs ("zelda pennick", "thora isobel flett")."""
         for text in texts:
-            lower = not any(c.isupper() for c in text)
-            words = [w for m in intros.OWN_NAME.finditer(text)
-                     for w in (m.group(1) or m.group(2)).split()]  # fmt: skip
-            words += [m.group(1) for m in intros.NICKNAME.finditer(text)]
-            if after:
-                words += [m.group(1) for m in after.finditer(text)
-                          if lower or m.group(1)[0].isupper()]  # fmt: skip
-            for word in words:
-                base = word.lower().removesuffix("'s")
-                if len(base) > 2 and base not in intros.GLUE_WORDS and self.nameish(base):
-                    self.learned.add(base)
-            self.learned.update(_or_names(text, self.nameish))
+            self._learn(text[s.start : s.end] for s in introduced(Text(text, self.nameish)))
+        size = -1
+        while size != len(self.learned):
+            size = len(self.learned)
+            own = "|".join(map(re.escape, self.own()))
+            after = re.compile(rf"\b(?i:{own})\s+([A-Za-z][\w'-]+)")
+            self._learn(m.group(1) for text in texts for m in after.finditer(text)
+                        if text.islower() or m.group(1)[0].isupper())  # fmt: skip
+
+    def _learn(self, words: Iterable[str]) -> None:
+        for word in words:
+            word = word.lower().removesuffix("'s")
+            for part in {word, *word.split("-")}:
+                if len(part) > 2 and part not in intros.GLUE_WORDS and self.nameish(part):
+                    self.learned.add(part)
 
     def nameish(self, word: str) -> bool:
         """A lower-case word that may be a name: no ordinary word (by the gazetteer when
@@ -102,6 +92,12 @@ class Redactor:
         gaz = self.gazetteer
         return gaz is None or not gaz.is_ordinary(word) or word in gaz.people
 
+    def _run(self, t: Text, rules: Iterable[Recognizer]) -> list[Span]:
+        for r in rules:
+            if r.name not in self.off and r.applies(t):
+                t.found += r.spans(t)
+        return t.found
+
     def spans_many(self, texts: list[str], use_ner: bool = True) -> list[list[Span]]:
         """Every span to redact in each text (the NER pipeline runs over all in batches).
         With the pipeline, the gazetteer adds names and places, and text without capitals
@@ -109,18 +105,15 @@ class Redactor:
         gaz = self.gazetteer
         self.learn(texts)
         if not use_ner or self.ner is None or gaz is None:
-            return [self.spans(text) for text in texts]
+            return [self._run(Text(text, self.nameish, names=self.own()), TEXT) for text in texts]
         found, views, freq = [], [], unknown.load_frequencies()
         for text in texts:
             t = Text(text, self.nameish, gaz, freq, self.own())
-            self._run(t, lower_rules=False)
+            self._run(t, (r for r in TEXT if r.stage == "text"))
             if t.lower:
                 t.view, t.cased = truecase(text, gaz, _common)
-                cased = Text(t.view)
-                t.found += [s for r in NAME_RULES if r.name not in self.off for s in r.spans(cased)]
-            for r in GAZETTEER:
-                if r.name not in self.off and r.applies(t):
-                    t.found += r.spans(t)
+                t.found += self._run(Text(t.view), NAME_RULES)
+            self._run(t, GAZETTEER)
             views.append(unknown.name_candidates(t.view, gaz, freq) if t.lower else text)
             found.append(t.found)
         entities = self.ner.spans(views) if "ner" not in self.off else [[] for _ in texts]
@@ -156,14 +149,6 @@ def _common(word: str) -> bool:
     return word in ordinary()
 
 
-def _or_names(text: str, nameish: Callable[[str], bool]) -> set[str]:
-    """The second of two names one is called by ("calls me bel or belle"): a name because
-    the first is, though it may be an English word too."""
-    return {m.group(2).lower() for m in intros.NICKNAME.finditer(text)
-            if m.group(2) and nameish(m.group(1).lower()) and len(m.group(2)) > 2
-            and m.group(2).lower() not in context.STOP | intros.GLUE_WORDS}  # fmt: skip
-
-
 def apply_spans(text: str, spans: list[Span]) -> str:
     """Replace the union of `spans` with their tags, overlapping spans merged into one."""
     merged: list[list[Any]] = []
@@ -187,26 +172,19 @@ def redactor_for(
 ) -> Redactor:
     """Names to redact: each full name and its parts (so 'Ann Lee' also hides 'Ann'), and
     the short forms of its first name; `off`: recognizers switched off."""
-    names = list(names)
-    out: set[str] = set()
-    for name in names:
-        if not name or not name.strip():
-            continue
-        out.add(name.strip())
-        out.update(part for part in re.split(r"\s+", name.strip()) if len(part) >= 2)
+    names = [name.strip() for name in names if name and name.strip()]
+    parts = {part for name in names for part in name.split() if len(part) >= 2}
     gazetteer = load_gazetteer() if ner is not None else None  # fails before anything is written
-    if ner is not None:
-        unknown.load_frequencies()
-    short = {nick for name in names if name and name.strip()
-             for nick in intros.nicknames(name.split()[0])}  # fmt: skip
+    freq = unknown.load_frequencies() if ner is not None else {}
     # A short form that is a common word ("pat", "sue", "robe") or another known part stays;
-    # a bare three-letter stem only when it is rare ("zel").
-    short -= ordinary() | context.STOP | {n.lower() for n in out}
+    # an English word only when hardly ever written (Zipf < 3), or a three-letter beginning.
+    short = {nick for name in names for nick in intros.nicknames(name.split()[0])}
+    short -= ordinary() | context.STOP | {n.lower() for n in {*names, *parts}}
     if gazetteer is not None:
-        short = {w for w in short if len(w) == 3 or w not in gazetteer.ordinary}
-    ordered = tuple(sorted(out, key=len, reverse=True))
+        short = {w for w in short if w not in gazetteer.ordinary or w not in freq
+                 or len(w) == 3 and any(n.lower().startswith(w) for n in names)}  # fmt: skip
     return Redactor(
-        ordered,
+        tuple(sorted({*names, *parts}, key=len, reverse=True)),
         ner,
         gazetteer,
         short=tuple(sorted(short, key=len, reverse=True)),

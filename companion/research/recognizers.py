@@ -24,7 +24,7 @@ from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
 from companion.research.ids import GROUPED_ID, ID, PLATE, SORT_CODE
 from companion.research.ner import Span, tag
-from companion.research.words import THRESHOLDS, alternation, data, ordinary, word_set
+from companion.research.words import THRESHOLDS, TOKEN, alternation, data, ordinary, word_set
 
 if TYPE_CHECKING:
     from companion.research.gazetteer import Gazetteer
@@ -56,23 +56,25 @@ DATES = [
     re.compile(rf"\b{_ORD}\s+(?:of\s+)?(?:{_MONTHS})\b\.?(?:,?\s+\d{{4}})?", re.IGNORECASE),
     re.compile(rf"\b(?:{_MONTHS})\.?\s+(?:the\s+)?{_ORD}\b(?:,?\s+\d{{4}})?", re.IGNORECASE),
 ]
-# A title or a kinship word used as one, before a capitalised name.
-_TITLED = re.compile(rf"\b(?i:{alternation('titles')})\.?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")
-# A capitalised word after a verb of naming or contact, or before one at a sentence start.
-_CONTACT = re.compile(
-    rf"\b(?i:{alternation('contact_verbs')})\s+"
-    rf"(?!(?:{NOT_NAMES})\b)([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
-)
-# A capitalised word after a relation is a name (case-sensitive: "my friend said" stays).
-_RELATED = re.compile(
-    rf"\b(?i:{_RELATIONS})(?:,|\s+(?:called|named))?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
-)
-_PET = re.compile(rf"\b(?i:{alternation('pet_kinds')})(?:,|\s+(?:called|named))?\s+([A-Z][\w'-]+)")
-# The same contexts without capitals: the word after is a name when it is no ordinary word.
+
+
+def _cued(cue: str, words: int = 2) -> re.Pattern[str]:
+    """A capitalised name of up to `words` words after `cue` (case-sensitive: "my friend said"
+    stays), "called" or "named" between them allowed."""
+    name = rf"(?!(?:{NOT_NAMES})\b)[A-Z][\w'-]+"
+    return re.compile(
+        rf"\b(?i:{cue})(?:,|\s+(?:called|named))?\s+({name}(?:\s+[A-Z][\w'-]+){{0,{words - 1}}})"
+    )
+
+
+_TITLED = _cued(rf"(?:{alternation('titles')})\.?")
+_CONTACT = _cued(alternation("contact_verbs"))
+_RELATED = _cued(_RELATIONS)
+_PET = _cued(alternation("pet_kinds"), 1)
+# The same contexts without capitals: the words after are a name while no ordinary word.
 _LOWER_NAMED = re.compile(
     rf"\b(?:(?:my|our|her|his|their)\s+(?:{_RELATIONS}|{alternation('pet_kinds_said')})"
-    r"(?:\s+(?:called|named))?|rang|phoned|texted|visited|named|called)\s+"
-    r"([a-z][\w'-]+(?:\s+[a-z][\w'-]+)?)"
+    rf"(?:\s+(?:called|named))?|{alternation('contact_verbs')})\s+([a-z][\w'-]+(?:\s+[a-z][\w'-]+)?)"
 )
 _BIRTHDAY = re.compile(r"\b([A-Za-z][\w-]+)'s?\s+birthday\b")  # someone's birthday names them
 # A year, with the day it names if any: dates pin people down.
@@ -104,14 +106,13 @@ class Text:
 
 @dataclass(frozen=True)
 class Recognizer:
-    """One rule: its name, the entity it tags, its patterns (the span is group `group`) or a
-    finder, the stage and case it runs in ("any", "typed", "lower"), its examples (the
-    identifier in [brackets]) and counterexamples, from the data file."""
+    """One rule: its name, the entity it tags, its patterns (the span is the capture group
+    that matched, else the match) or a finder, the stage and case it runs in ("any",
+    "typed", "lower"), its examples (the identifier in [brackets]) and counterexamples."""
 
     name: str
     entity: str
     patterns: tuple[re.Pattern[str], ...] = ()
-    group: int = 0
     find: Callable[[Text], list[Span]] | None = None
     stage: str = "text"
     case: str = "any"
@@ -121,8 +122,7 @@ class Recognizer:
     def spans(self, t: Text) -> list[Span]:
         if self.find is not None:
             return tag(self.name, self.find(t))
-        g = self.group
-        return [Span(m.start(g), m.end(g), self.entity, self.name)
+        return [Span(m.start(m.lastindex or 0), m.end(m.lastindex or 0), self.entity, self.name)
                 for p in self.patterns for m in p.finditer(t.text)]  # fmt: skip
 
     def applies(self, t: Text) -> bool:
@@ -135,42 +135,37 @@ def _phone(t: Text) -> list[Span]:
             if sum(c.isdigit() for c in m.group(0)) >= least]  # fmt: skip
 
 
-def _rare_name(word: str, t: Text) -> bool:
-    """A word without capitals that `nameish` accepts or that is rare ("its tig here")."""
+def is_name(word: str, t: Text) -> bool:
+    """Capitalised and no sentence word ("My", "Mum"), or in text without capitals a word
+    `nameish` accepts or a rare one."""
+    if word[:1].isupper():
+        return not re.fullmatch(NOT_NAMES, word)
     return t.lower and t.nameish is not None and (t.nameish(word) or unknown.rare(word))
 
 
-def _caller(t: Text) -> list[Span]:
+def introduced(t: Text) -> list[Span]:
+    """The names the participant gives as theirs (`intros.OWN`): the words of each while
+    they are names, and the one after "or" ("bel or belle")."""
     found = []
-    for m in intros.CALLER.finditer(t.text):
-        g = 1 if m.group(1) else 2
-        word = m.group(g)
-        if word[0].isupper() or _rare_name(word.split()[0].lower(), t):
-            found.append(Span(m.start(g), m.end(g), "PERSON"))
-    return found
-
-
-def _nickname(t: Text) -> list[Span]:
-    found = []
-    for m in intros.NICKNAME.finditer(t.text):
-        word = m.group(1)
-        if word[0].isupper() and not re.fullmatch(NOT_NAMES, word) or _rare_name(word, t):
-            found.append(Span(m.start(1), m.end(1), "PERSON"))
-            if m.group(2) and m.group(2).lower() not in context.STOP:  # "bel or belle"
-                found.append(Span(m.start(2), m.end(2), "PERSON"))
+    for m in (m for p in intros.OWN for m in p.finditer(t.text)):
+        before = ""
+        for w in TOKEN.finditer(m.group(1)):
+            word = w.group(0).removesuffix("'s")
+            if word.lower() != "or":
+                if before != "or" and not is_name(word, t):
+                    break
+                found.append(Span(m.start(1) + w.start(), m.start(1) + w.end(), "PERSON"))
+            before = word.lower()
     return found
 
 
 def _lower_names(t: Text) -> list[Span]:
     found = []
     for m in _LOWER_NAMED.finditer(t.text):
-        start = end = m.start(1)
-        for word in m.group(1).split():
-            if word in ordinary() or len(word) < 3:
+        for w in TOKEN.finditer(m.group(1)):
+            if w.group(0) in ordinary() or len(w.group(0)) < 3:
                 break
-            end = t.text.index(word, end) + len(word)
-        if end > start:
-            found.append(Span(start, end, "PERSON"))
+            found.append(Span(m.start(1) + w.start(), m.start(1) + w.end(), "PERSON"))
     return found
 
 
@@ -193,23 +188,9 @@ def _birthday(t: Text) -> list[Span]:
     return found
 
 
-def _name_is_age(t: Text) -> list[Span]:
-    found = []
-    for m in spoken.NAME_IS_AGE.finditer(t.text):  # "mabel is seventy one and ..."
-        word = m.group(1)
-        if (word[0].isupper() and not re.fullmatch(NOT_NAMES, word)) or (
-            word.islower() and word not in context.STOP and t.nameish and t.nameish(word)
-        ):
-            found.append(Span(m.start(2), m.end(2), "AGE"))
-    return found
-
-
-def _age_marked(t: Text) -> list[Span]:
-    found = []
-    for m in spoken.AGE_MARKED.finditer(t.text):  # one of its alternatives' groups
-        g = next(i for i in range(1, 7) if m.group(i))
-        found.append(Span(m.start(g), m.end(g), "AGE"))
-    return found
+def _name_is_age(t: Text) -> list[Span]:  # "mabel is seventy one and ..."
+    return [Span(m.start(2), m.end(2), "AGE") for m in spoken.NAME_IS_AGE.finditer(t.text)
+            if m.group(1) not in context.STOP and is_name(m.group(1), t)]  # fmt: skip
 
 
 def _number_run(t: Text) -> list[Span]:  # numbers no other pattern read keep their own tag
@@ -218,8 +199,16 @@ def _number_run(t: Text) -> list[Span]:  # numbers no other pattern read keep th
 
 
 def _own_names(t: Text) -> list[Span]:
-    return [Span(m.start(), m.end(), "PERSON") for name in t.names
-            for m in re.finditer(rf"\b{re.escape(name)}(?:'s)?\b", t.text, re.I)]  # fmt: skip
+    """The participant's names, with their initials before them ("a m ogunleye") or alone
+    when three or more ("T.I.F.")."""
+    if not t.names:
+        return []
+    names = "|".join(map(re.escape, t.names))
+    initial = rf"\b[{re.escape(''.join(sorted({n[0] for n in t.names})))}]\b\.?"
+    own = re.compile(
+        rf"(?:{initial}\s*){{0,3}}\b(?:{names})(?:'s)?\b|{initial}(?:\s*{initial}){{2,}}", re.I
+    )
+    return [Span(m.start(), m.end(), "PERSON") for m in own.finditer(t.text)]
 
 
 def _g(find: Callable[..., list[Span]], *extra: str) -> Callable[[Text], list[Span]]:
@@ -243,14 +232,12 @@ def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
 
 # The rules that read a name from its context; they run on a truecased copy too.
 NAME_RULES: tuple[Recognizer, ...] = (
-    R("titled", "PERSON", (_TITLED,), 1),
-    R("introduced", "PERSON", (intros.INTRODUCED,), 1),
-    R("related", "PERSON", (_RELATED,), 1),
-    R("contact", "PERSON", (_CONTACT,), 1),
+    R("titled", "PERSON", (_TITLED,)),
+    R("introduced", "PERSON", find=introduced),
+    R("related", "PERSON", (_RELATED,)),
+    R("contact", "PERSON", (_CONTACT,)),
     R("spelled", "PERSON", (intros.SPELLED,)),
-    R("caller", "PERSON", find=_caller),
-    R("nickname", "PERSON", find=_nickname),
-    R("pet", "PET", (_PET,), 1),
+    R("pet", "PET", (_PET,)),
 )
 TEXT: tuple[Recognizer, ...] = (
     R("email", "EMAIL", (EMAIL,)),
@@ -269,9 +256,9 @@ TEXT: tuple[Recognizer, ...] = (
     R("upper_id", "ID", find=_upper_ids, case="lower"),
     R("lost_dots", "EMAIL", (LOST_DOTS,), case="lower"),
     R("birthday_name", "PERSON", find=_birthday),
-    *(R(name, label, (p,), 1) for name, label, p in spoken.GROUPED),
+    *(R(name, label, (p,)) for name, label, p in spoken.GROUPED),
     R("name_is_age", "AGE", find=_name_is_age),
-    R("age_marked", "AGE", find=_age_marked),
+    R("age_marked", "AGE", (spoken.AGE_MARKED,)),
     R("number_run", "ID", find=_number_run),
     R("own_names", "PERSON", find=_own_names),
 )

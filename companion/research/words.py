@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "3d4a3a9ecf8e1f773d7e6eb29ac12e86dfd3f164df2273897012aab6201b277e"
+SHA256 = "f134776ed76bf2bde95967a0b6293bc413530a01bafb9f10933710c0577635df"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
