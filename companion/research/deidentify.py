@@ -1,13 +1,11 @@
 """De-identification for exports: salted pseudonyms and transcript redaction.
 
-Pseudonyms are an HMAC of the participant id with a secret salt kept on the
-device (or given by the researcher), so the same participant gets the same
-pseudonym in every export made with that salt, and nobody without the salt can
-reverse it by trying ids. Redaction unites three finders, each span tagged with
-its type: patterns for written forms, patterns for spoken forms (`spoken`), and
-a named-entity pipeline (`ner`, an optional extra) for names and places nobody
-listed. It is deliberately greedy: a redacted ordinary word costs less than a
-leaked address.
+A pseudonym is an HMAC of the participant id with a secret salt kept on the device (or given
+by the researcher): the same in every export made with that salt, and nobody without the salt
+can reverse it by trying ids. Redaction unites the recognizers of the registry
+(`recognizers`: written and spoken forms, names from their context) and, an optional extra,
+a named-entity pipeline (`ner`) with gazetteers. It is deliberately greedy: a redacted
+ordinary word costs less than a leaked address.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from companion.errors import ConfigError
 from companion.files import open_private, private_dir, read_input
@@ -34,7 +31,6 @@ from companion.research.words import ordinary
 
 SALT_NAME = "export_salt"
 
-# When spans overlap, the merged span keeps the most specific tag.
 _PRIORITY = ["EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG"]
 
 
@@ -150,21 +146,20 @@ def _common(word: str) -> bool:
 
 
 def apply_spans(text: str, spans: list[Span]) -> str:
-    """Replace the union of `spans` with their tags, overlapping spans merged into one."""
-    merged: list[list[Any]] = []
-    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
-        if merged and span.start < merged[-1][1]:
-            last = merged[-1]
-            last[1] = max(last[1], span.end)
-            last[2] = min(last[2], _PRIORITY.index(span.label))
+    """Replace the union of `spans` with their tags, overlapping spans merged into one that
+    keeps the most specific tag."""
+    merged: list[tuple[int, int, str]] = []
+    for s in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if merged and s.start < merged[-1][1]:
+            start, end, label = merged[-1]
+            merged[-1] = (start, max(end, s.end), min(label, s.label, key=_PRIORITY.index))
         else:
-            merged.append([span.start, span.end, _PRIORITY.index(span.label)])
+            merged.append((s.start, s.end, s.label))
     out, pos = [], 0
-    for start, end, rank in merged:
-        out += [text[pos:start], f"[{_PRIORITY[rank]}]"]
+    for start, end, label in merged:
+        out += [text[pos:start], f"[{label}]"]
         pos = end
-    out.append(text[pos:])
-    return "".join(out)
+    return "".join(out) + text[pos:]
 
 
 def redactor_for(
@@ -172,24 +167,20 @@ def redactor_for(
 ) -> Redactor:
     """Names to redact: each full name and its parts (so 'Ann Lee' also hides 'Ann'), and
     the short forms of its first name; `off`: recognizers switched off."""
-    names = [name.strip() for name in names if name and name.strip()]
-    parts = {part for name in names for part in name.split() if len(part) >= 2}
+    given = [name.strip() for name in names if name and name.strip()]
+    parts = {part for name in given for part in name.split() if len(part) >= 2}
     gazetteer = load_gazetteer() if ner is not None else None  # fails before anything is written
     freq = unknown.load_frequencies() if ner is not None else {}
     # A short form that is a common word ("pat", "sue", "robe") or another known part stays;
     # an English word only when hardly ever written (Zipf < 3), or a three-letter beginning.
-    short = {nick for name in names for nick in intros.nicknames(name.split()[0])}
-    short -= ordinary() | context.STOP | {n.lower() for n in {*names, *parts}}
+    short = {nick for name in given for nick in intros.nicknames(name.split()[0])}
+    short -= ordinary() | context.STOP | {n.lower() for n in {*given, *parts}}
     if gazetteer is not None:
         short = {w for w in short if w not in gazetteer.ordinary or w not in freq
-                 or len(w) == 3 and any(n.lower().startswith(w) for n in names)}  # fmt: skip
-    return Redactor(
-        tuple(sorted({*names, *parts}, key=len, reverse=True)),
-        ner,
-        gazetteer,
-        short=tuple(sorted(short, key=len, reverse=True)),
-        off=frozenset(off),
-    )
+                 or len(w) == 3 and any(n.lower().startswith(w) for n in given)}  # fmt: skip
+    own = tuple(sorted({*given, *parts}, key=len, reverse=True))
+    short_forms = tuple(sorted(short, key=len, reverse=True))
+    return Redactor(own, ner, gazetteer, short=short_forms, off=frozenset(off))
 
 
 def load_names_file(path: Path) -> list[str]:

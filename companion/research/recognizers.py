@@ -1,21 +1,17 @@
 """The recognizer registry: every rule that finds an identifier, as one small uniform object
-in one ordered list (after Presidio's recognizer registry and Philter's ordered filters).
-
-A `Recognizer` has a name, the entity type it tags, its patterns (or a finder for rules that
-read more than a pattern), the stage it runs in, and its own examples and counterexamples
-(from companion/data/deidentify.json, where the word lists and thresholds live too). Every
-span records the recognizer that made it: the export's manifest counts spans per recognizer,
-and `tests/bench/bench_pii.py --by-rule` measures what each one earns.
-Stages: "text" runs on every text; "plain" on text without capitals when no gazetteer is
-loaded; "gazetteer" with the gazetteer and NER pipeline; "after" names the steps the
-`Redactor` runs last (NER, widening, landmarks, propagation), so their spans are named too.
+in one ordered list (after Presidio's recognizer registry and Philter's ordered filters), its
+examples and counterexamples in companion/data/deidentify.json with the word lists. Every
+span names its recognizer: the export's manifest counts them, `bench_pii.py --by-rule`
+measures each. Stages: "text" runs on every text; "plain" on text without capitals when no
+gazetteer is loaded; "gazetteer" with the gazetteer and NER pipeline; "after" names the steps
+the `Redactor` runs last (NER, widening, landmarks, propagation).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from companion.research import context, intros, spoken, unknown
@@ -224,10 +220,8 @@ def _g(find: Callable[..., list[Span]], *extra: str) -> Callable[[Text], list[Sp
 
 def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
     """A recognizer with its examples and counterexamples from the data file."""
-    own = data()["recognizers"].get(name, {})
-    return replace(Recognizer(name, entity, *args, **kwargs),
-                   examples=tuple(own.get("examples", ())),
-                   counterexamples=tuple(own.get("counterexamples", ())))  # fmt: skip
+    own = {k: tuple(v) for k, v in data()["recognizers"].get(name, {}).items()}
+    return Recognizer(name, entity, *args, **{**kwargs, **own})
 
 
 # The rules that read a name from its context; they run on a truecased copy too.
