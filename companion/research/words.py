@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "f134776ed76bf2bde95967a0b6293bc413530a01bafb9f10933710c0577635df"
+SHA256 = "c2a0897a304f52618be1238268afaa8a2283c866ed49edae23e8e25720162f14"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
