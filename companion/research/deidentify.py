@@ -62,7 +62,7 @@ class Redactor:
     def learn(self, texts: list[str]) -> None:
         """Remember the participant's own names in `texts`, to redact them in every text:
         the names they give (`recognizers.introduced`) and, in turn, a name after a name of
-        theirs ("zelda pennick", "thora isobel flett")."""
+        theirs ("ann lee", "ann marie lee")."""
         for text in texts:
             self._learn(text[s.start : s.end] for s in introduced(Text(text, self.nameish)))
         size = -1

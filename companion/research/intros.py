@@ -40,7 +40,7 @@ _ENDINGS = ("", "ie", "y", "s", "sie", "o")
 def nicknames(first: str) -> set[str]:
     """Short forms of a first name: its beginnings of three letters or more, and those of
     its later syllables (a consonant then a vowel), alone or with a pet ending ("zelda":
-    zel, zeld, zellie, zelly, zels; "balvinder": vin, vinny)."""
+    zel, zeld, zellie, zelly, zels; "elizabeth": beth, bethie)."""
     first = first.lower()
     starts = [0] + [i for i in range(2, len(first) - 2)
                     if first[i] not in "aeiouy" and first[i + 1] in "aeiouy"]  # fmt: skip

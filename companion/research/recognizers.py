@@ -10,7 +10,7 @@ the `Redactor` runs last (NER, widening, landmarks, propagation).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -72,7 +72,7 @@ _LOWER_NAMED = re.compile(
     rf"\b(?:(?:my|our|her|his|their)\s+(?:{_RELATIONS}|{alternation('pet_kinds_said')})"
     rf"(?:\s+(?:called|named))?|{alternation('contact_verbs')})\s+([a-z][\w'-]+(?:\s+[a-z][\w'-]+)?)"
 )
-_BIRTHDAY = re.compile(r"\b([A-Za-z][\w-]+)'s?\s+birthday\b")  # someone's birthday names them
+_BIRTHDAY = re.compile(r"(?:\b([a-z]+)\s+)?\b([a-z][\w-]+)'s?\s+birthday\b", re.IGNORECASE)
 # A year, with the day it names if any: dates pin people down.
 YEAR = re.compile(
     rf"\b(?:(?i:{alternation('feast_days')})\s+"
@@ -139,30 +139,26 @@ def is_name(word: str, t: Text) -> bool:
     return t.lower and t.nameish is not None and (t.nameish(word) or unknown.rare(word))
 
 
-def introduced(t: Text) -> list[Span]:
-    """The names the participant gives as theirs (`intros.OWN`): the words of each while
-    they are names, and the one after "or" ("bel or belle")."""
+def _words(matches: Iterable[re.Match[str]], ok: Callable[[str], bool]) -> list[Span]:
+    """The words of each match's group 1 from the first while `ok` accepts them (an "or"
+    between two names skipped)."""
     found = []
-    for m in (m for p in intros.OWN for m in p.finditer(t.text)):
-        before = ""
+    for m in matches:
         for w in TOKEN.finditer(m.group(1)):
-            word = w.group(0).removesuffix("'s")
-            if word.lower() != "or":
-                if before != "or" and not is_name(word, t):
+            if w.group(0).lower() != "or":
+                if not ok(w.group(0).removesuffix("'s")):
                     break
                 found.append(Span(m.start(1) + w.start(), m.start(1) + w.end(), "PERSON"))
-            before = word.lower()
     return found
+
+
+def introduced(t: Text) -> list[Span]:
+    """The names the participant gives as theirs (`intros.OWN`)."""
+    return _words((m for p in intros.OWN for m in p.finditer(t.text)), lambda w: is_name(w, t))
 
 
 def _lower_names(t: Text) -> list[Span]:
-    found = []
-    for m in _LOWER_NAMED.finditer(t.text):
-        for w in TOKEN.finditer(m.group(1)):
-            if w.group(0) in ordinary() or len(w.group(0)) < 3:
-                break
-            found.append(Span(m.start(1) + w.start(), m.start(1) + w.end(), "PERSON"))
-    return found
+    return _words(_LOWER_NAMED.finditer(t.text), lambda w: w not in ordinary() and len(w) > 2)
 
 
 def _upper_ids(t: Text) -> list[Span]:  # ids and groups as a recogniser writes them
@@ -172,16 +168,10 @@ def _upper_ids(t: Text) -> list[Span]:  # ids and groups as a recogniser writes 
 
 
 def _birthday(t: Text) -> list[Span]:
-    """ "pickles's birthday" names someone; "the dog's" or "my mum's" birthday does not."""
-    found = []
-    for m in _BIRTHDAY.finditer(t.text):
-        word = m.group(1).lower()
-        before = t.text[: m.start()].split()[-1:]
-        after_determiner = bool(before) and before[0].lower() in _DETERMINERS
-        if word not in ordinary() or (word not in RELATIONS | _DETERMINERS
-                                      and not after_determiner):  # fmt: skip
-            found.append(Span(m.start(1), m.end(1), "PERSON"))
-    return found
+    """A name before "birthday" names someone; "the dog's" or "my mum's" birthday does not."""
+    return [Span(m.start(2), m.end(2), "PERSON") for m in _BIRTHDAY.finditer(t.text)
+            if m.group(2).lower() not in ordinary() or (m.group(1) or "").lower()
+            not in _DETERMINERS and m.group(2).lower() not in RELATIONS | _DETERMINERS]  # fmt: skip
 
 
 def _name_is_age(t: Text) -> list[Span]:  # "mabel is seventy one and ..."
@@ -195,8 +185,8 @@ def _number_run(t: Text) -> list[Span]:  # numbers no other pattern read keep th
 
 
 def _own_names(t: Text) -> list[Span]:
-    """The participant's names, with their initials before them ("a m ogunleye") or alone
-    when three or more ("T.I.F.")."""
+    """The participant's names, with their initials before them ("a m lee") or alone when
+    three or more ("A.M.L.")."""
     if not t.names:
         return []
     names = "|".join(map(re.escape, t.names))
