@@ -26,7 +26,7 @@ from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span, tag
 from companion.research.propagate import propagate
-from companion.research.recognizers import GAZETTEER, NAME_RULES, TEXT, Recognizer, Text, introduced
+from companion.research.recognizers import GAZETTEER, TEXT, Recognizer, Text, introduced
 from companion.research.words import ordinary
 
 SALT_NAME = "export_salt"
@@ -108,7 +108,6 @@ class Redactor:
             self._run(t, (r for r in TEXT if r.stage == "text"))
             if t.lower:
                 t.view, t.cased = truecase(text, gaz, _common)
-                t.found += self._run(Text(t.view), NAME_RULES)
             self._run(t, GAZETTEER)
             views.append(unknown.name_candidates(t.view, gaz, freq) if t.lower else text)
             found.append(t.found)

@@ -2,9 +2,9 @@
 in one ordered list (after Presidio's recognizer registry and Philter's ordered filters), its
 examples and counterexamples in companion/data/deidentify.json with the word lists. Every
 span names its recognizer: the export's manifest counts them, `bench_pii.py --by-rule`
-measures each. Stages: "text" runs on every text; "plain" on text without capitals when no
-gazetteer is loaded; "gazetteer" with the gazetteer and NER pipeline; "after" names the steps
-the `Redactor` runs last (NER, widening, landmarks, propagation).
+measures each. Stages: "text" runs on every text; "plain" only without the gazetteer and NER
+pipeline (patterns only: the pipeline finds what these do); "gazetteer" with them; "after"
+names the steps the `Redactor` runs last (NER, widening, landmarks, propagation).
 """
 
 from __future__ import annotations
@@ -63,7 +63,9 @@ def _cued(cue: str, words: int = 2) -> re.Pattern[str]:
     )
 
 
-_TITLED = _cued(rf"(?:{alternation('titles')})\.?")
+_TITLED = re.compile(  # the title with the name: "Mr Lee"
+    rf"\b(?i:{alternation('titles')})\.?\s+(?!(?:{NOT_NAMES})\b)[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?"
+)
 _CONTACT = _cued(alternation("contact_verbs"))
 _RELATED = _cued(_RELATIONS)
 _PET = _cued(alternation("pet_kinds"), 1)
@@ -214,15 +216,6 @@ def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
     return Recognizer(name, entity, *args, **{**kwargs, **own})
 
 
-# The rules that read a name from its context; they run on a truecased copy too.
-NAME_RULES: tuple[Recognizer, ...] = (
-    R("titled", "PERSON", (_TITLED,)),
-    R("introduced", "PERSON", find=introduced),
-    R("related", "PERSON", (_RELATED,)),
-    R("contact", "PERSON", (_CONTACT,)),
-    R("spelled", "PERSON", (intros.SPELLED,)),
-    R("pet", "PET", (_PET,)),
-)
 TEXT: tuple[Recognizer, ...] = (
     R("email", "EMAIL", (EMAIL,)),
     R("postcode", "ADDRESS", (POSTCODE,)),
@@ -235,7 +228,12 @@ TEXT: tuple[Recognizer, ...] = (
     R("year", "DATE", (YEAR,)),
     *(R(name, label, (p,)) for name, label, p in spoken.PATTERNS),
     R("phone", "PHONE", find=_phone),
-    *NAME_RULES,
+    R("titled", "PERSON", (_TITLED,), stage="plain"),
+    R("introduced", "PERSON", find=introduced),
+    R("related", "PERSON", (_RELATED,), stage="plain"),
+    R("contact", "PERSON", (_CONTACT,), stage="plain"),
+    R("spelled", "PERSON", (intros.SPELLED,), stage="plain"),
+    R("pet", "PET", (_PET,), stage="plain"),
     R("lower_named", "PERSON", find=_lower_names, stage="plain", case="lower"),
     R("upper_id", "ID", find=_upper_ids, case="lower"),
     R("lost_dots", "EMAIL", (LOST_DOTS,), case="lower"),
