@@ -27,7 +27,7 @@ from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span, tag
 from companion.research.propagate import propagate
 from companion.research.recognizers import GAZETTEER, TEXT, Recognizer, Text, introduced
-from companion.research.words import ordinary
+from companion.research.words import TOKEN, ordinary
 
 SALT_NAME = "export_salt"
 
@@ -69,7 +69,7 @@ class Redactor:
         while size != len(self.learned):
             size = len(self.learned)
             own = "|".join(map(re.escape, self.own()))
-            after = re.compile(rf"\b(?i:{own})\s+([A-Za-z][\w'-]+)")
+            after = re.compile(rf"\b(?i:{own})\s+({TOKEN.pattern})")
             self._learn(m.group(1) for text in texts for m in after.finditer(text)
                         if text.islower() or m.group(1)[0].isupper())  # fmt: skip
 

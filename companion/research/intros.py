@@ -42,7 +42,7 @@ def nicknames(first: str) -> set[str]:
     its later syllables (a consonant then a vowel), alone or with a pet ending ("zelda":
     zel, zeld, zellie, zelly, zels; "elizabeth": beth, bethie)."""
     first = first.lower()
-    starts = [0] + [i for i in range(2, len(first) - 2)
+    starts = [0] + [i for i in range(1, len(first) - 2)
                     if first[i] not in "aeiouy" and first[i + 1] in "aeiouy"]  # fmt: skip
     out = set()
     for i in starts:

@@ -58,4 +58,5 @@ def ordinary() -> frozenset[str]:
     text = files.joinpath("stories.jsonl").read_text("utf-8")
     text += files.joinpath("default_protocol.toml").read_text("utf-8")
     # Only words written in lower case there: the names in our stories are not ordinary.
-    return frozenset(re.findall(r"\b[a-z][a-z']*", text)) | word_set("glue")
+    words = {part for w in TOKEN.findall(text) if w.islower() for part in w.split("-")}
+    return frozenset(words - {""}) | word_set("glue")
