@@ -55,12 +55,9 @@ DATES = [
 
 
 def _cued(cue: str, words: int = 2) -> re.Pattern[str]:
-    """A capitalised name of up to `words` words after `cue` (case-sensitive: "my friend said"
-    stays), "called" or "named" between them allowed."""
-    name = rf"(?!(?:{NOT_NAMES})\b)[A-Z][\w'-]+"
-    return re.compile(
-        rf"\b(?i:{cue})(?:,|\s+(?:called|named))?\s+({name}(?:\s+[A-Z][\w'-]+){{0,{words - 1}}})"
-    )
+    """Up to `words` words after `cue`, "called" or "named" between them allowed."""
+    name = rf"[A-Za-z][\w'-]+(?:\s+[A-Za-z][\w'-]+){{0,{words - 1}}}"
+    return re.compile(rf"\b(?i:{cue})(?:,|\s+(?:called|named))?\s+({name})")
 
 
 _TITLED = re.compile(  # the title with the name: "Mr Lee"
@@ -69,11 +66,6 @@ _TITLED = re.compile(  # the title with the name: "Mr Lee"
 _CONTACT = _cued(alternation("contact_verbs"))
 _RELATED = _cued(_RELATIONS)
 _PET = _cued(alternation("pet_kinds"), 1)
-# The same contexts without capitals: the words after are a name while no ordinary word.
-_LOWER_NAMED = re.compile(
-    rf"\b(?:(?:my|our|her|his|their)\s+(?:{_RELATIONS}|{alternation('pet_kinds_said')})"
-    rf"(?:\s+(?:called|named))?|{alternation('contact_verbs')})\s+([a-z][\w'-]+(?:\s+[a-z][\w'-]+)?)"
-)
 _BIRTHDAY = re.compile(r"(?:\b([a-z]+)\s+)?\b([a-z][\w-]+)'s?\s+birthday\b", re.IGNORECASE)
 # A year, with the day it names if any: dates pin people down.
 YEAR = re.compile(
@@ -141,7 +133,8 @@ def is_name(word: str, t: Text) -> bool:
     return t.lower and t.nameish is not None and (t.nameish(word) or unknown.rare(word))
 
 
-def _words(matches: Iterable[re.Match[str]], ok: Callable[[str], bool]) -> list[Span]:
+def _words(matches: Iterable[re.Match[str]], ok: Callable[[str], bool], label: str = "PERSON"
+           ) -> list[Span]:  # fmt: skip
     """The words of each match's group 1 from the first while `ok` accepts them (an "or"
     between two names skipped)."""
     found = []
@@ -150,7 +143,7 @@ def _words(matches: Iterable[re.Match[str]], ok: Callable[[str], bool]) -> list[
             if w.group(0).lower() != "or":
                 if not ok(w.group(0).removesuffix("'s")):
                     break
-                found.append(Span(m.start(1) + w.start(), m.start(1) + w.end(), "PERSON"))
+                found.append(Span(m.start(1) + w.start(), m.start(1) + w.end(), label))
     return found
 
 
@@ -159,8 +152,17 @@ def introduced(t: Text) -> list[Span]:
     return _words((m for p in intros.OWN for m in p.finditer(t.text)), lambda w: is_name(w, t))
 
 
-def _lower_names(t: Text) -> list[Span]:
-    return _words(_LOWER_NAMED.finditer(t.text), lambda w: w not in ordinary() and len(w) > 2)
+def _cue_names(cue: re.Pattern[str], label: str = "PERSON") -> Callable[[Text], list[Span]]:
+    """The name after a cue: capitalised (case-sensitive: "my friend said" stays), or in text
+    without capitals no ordinary word."""
+
+    def find(t: Text) -> list[Span]:
+        def ok(w: str) -> bool:
+            return w not in ordinary() and len(w) > 2 if t.lower else is_name(w, t)
+
+        return _words(cue.finditer(t.text), ok, label)
+
+    return find
 
 
 def _upper_ids(t: Text) -> list[Span]:  # ids and groups as a recogniser writes them
@@ -230,11 +232,10 @@ TEXT: tuple[Recognizer, ...] = (
     R("phone", "PHONE", find=_phone),
     R("titled", "PERSON", (_TITLED,), stage="plain"),
     R("introduced", "PERSON", find=introduced),
-    R("related", "PERSON", (_RELATED,), stage="plain"),
-    R("contact", "PERSON", (_CONTACT,), stage="plain"),
+    R("related", "PERSON", find=_cue_names(_RELATED), stage="plain"),
+    R("contact", "PERSON", find=_cue_names(_CONTACT), stage="plain"),
     R("spelled", "PERSON", (intros.SPELLED,), stage="plain"),
-    R("pet", "PET", (_PET,), stage="plain"),
-    R("lower_named", "PERSON", find=_lower_names, stage="plain", case="lower"),
+    R("pet", "PET", find=_cue_names(_PET, "PET"), stage="plain"),
     R("upper_id", "ID", find=_upper_ids, case="lower"),
     R("lost_dots", "EMAIL", (LOST_DOTS,), case="lower"),
     R("birthday_name", "PERSON", find=_birthday),

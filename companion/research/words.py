@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "c2a0897a304f52618be1238268afaa8a2283c866ed49edae23e8e25720162f14"
+SHA256 = "41a22f0b574038f81ea696d6b9eb99b0c60fedc68bed9fa4ae570e932f3630b6"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
