@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,17 +61,16 @@ class Redactor:
 
     def learn(self, texts: list[str]) -> None:
         """Remember the participant's own names in `texts`, to redact them in every text:
-        the names they give (`recognizers.introduced`) and, in turn, a name after a name of
-        theirs ("ann lee", "ann marie lee")."""
+        the names they give (`recognizers.introduced`), the word after a name they were
+        given ("ann lee") and, typed, a capitalised name after any of theirs ("Ann Marie
+        Lee")."""
         for text in texts:
             self._learn(text[s.start : s.end] for s in introduced(Text(text, self.nameish)))
+        self._learn(m.group(1) for m in _after(self.names, texts))
         size = -1
         while size != len(self.learned):
             size = len(self.learned)
-            own = "|".join(map(re.escape, self.own()))
-            after = re.compile(rf"\b(?i:{own})\s+({TOKEN.pattern})")
-            self._learn(m.group(1) for text in texts for m in after.finditer(text)
-                        if text.islower() or m.group(1)[0].isupper())  # fmt: skip
+            self._learn(m.group(1) for m in _after(self.own(), texts) if not m.string.islower())
 
     def _learn(self, words: Iterable[str]) -> None:
         for word in words:
@@ -132,6 +131,15 @@ class Redactor:
         if not text:
             return text
         return apply_spans(text, self.spans_many([text], use_ner)[0])
+
+
+def _after(names: Iterable[str], texts: list[str]) -> Iterator[re.Match[str]]:
+    """The word after each of `names` in `texts` (capitalised where the text has capitals)."""
+    if not (names := list(names)):
+        return iter(())
+    after = re.compile(rf"\b(?i:{'|'.join(map(re.escape, names))})\s+({TOKEN.pattern})")
+    return (m for text in texts for m in after.finditer(text)
+            if text.islower() or m.group(1)[0].isupper())  # fmt: skip
 
 
 def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:

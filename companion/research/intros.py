@@ -12,8 +12,14 @@ import re
 from companion.research.words import alternation, word_set
 
 GLUE_WORDS = word_set("glue")
-_WORD = rf"(?!(?:{alternation('glue')})\b)[a-z][\w'-]+"
-_NAME = rf"({_WORD}(?:(?:\s+|,?\s+or\s+){_WORD}){{0,2}})"  # "bel or belle" is two names
+# A name word: no glue word or title, an initial ("Z.") too.
+_WORD = rf"(?!(?:{alternation('glue', 'titles')})\b)[a-z](?:[\w'-]+|\.)"
+
+
+def _name(words: int) -> str:
+    return rf"({_WORD}(?:(?:\s+|,?\s+or\s+){_WORD}){{0,{words - 1}}})"  # "bel or belle"
+
+
 _NAME_IS = r"my (?:first |last |sur|family |full |maiden |married |middle |christian |given )?name"
 _TITLE = rf"(?:(?:{alternation('titles')})\.?\s+)?"
 OWN = (
@@ -22,17 +28,17 @@ OWN = (
         r"call(?:s|ed|ing)? me|know(?:s|n)? me as|the name(?:'s| is)|"
         r"(?:name|put|signed|spelt|spelled) (?:it )?(?:as|under)|"
         r"(?:i am|i'm)(?=\s+(?:mrs|mr|miss|ms|mister|missus)\b))\s+"
-        rf"{_TITLE}{_NAME}",
+        rf"{_TITLE}{_name(3)}",
         re.IGNORECASE,
     ),
     re.compile(
-        r"(?:\b(?:it's|its|it is|this is|hello|hi|hiya|morning|evening|yes|oh)\s+|^|[.,!?]\s*)"
-        rf"{_NAME}\s+(?:here|speaking|calling)\b",
+        rf"(?:\b(?:{alternation('caller_openers')})\s+|^|[.,!?]\s*)"
+        rf"{_name(2)}\s+(?:here|speaking|calling)\b",
         re.IGNORECASE,
     ),
-    re.compile(rf"\b({_WORD})(?:'s| is| was) {_NAME_IS}\b", re.IGNORECASE),
+    re.compile(rf"\b{_name(1)}(?:'s| is| was) {_NAME_IS}\b", re.IGNORECASE),
 )
-# A word spelled out letter by letter ("h a v e r f o r d"): a name or an address.
+# A word spelled out letter by letter ("q u i l l s"): a name or an address.
 SPELLED = re.compile(r"(?<![\w'])(?:[a-z]\s+){3,}[a-z]\b", re.IGNORECASE)
 _ENDINGS = ("", "ie", "y", "s", "sie", "o")
 
