@@ -12,8 +12,9 @@ import re
 from companion.research.words import alternation, word_set
 
 GLUE_WORDS = word_set("glue")
+_TITLES = alternation("titles")
 # A name word: no glue word or title, an initial ("Z.") too.
-_WORD = rf"(?!(?:{alternation('glue', 'titles')})\b)[a-z](?:[\w'-]+|\.)"
+_WORD = rf"(?!(?:{alternation('glue')}|{_TITLES})\b)[a-z](?:[\w'-]+|\.)"
 
 
 def _name(words: int) -> str:
@@ -21,13 +22,13 @@ def _name(words: int) -> str:
 
 
 _NAME_IS = r"my (?:first |last |sur|family |full |maiden |married |middle |christian |given )?name"
-_TITLE = rf"(?:(?:{alternation('titles')})\.?\s+)?"
+_TITLE = rf"(?:(?:{_TITLES})\.?\s+)?"
 OWN = (
     re.compile(
         rf"\b(?:{_NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) (?:called|known as)|i go by|"
         r"call(?:s|ed|ing)? me|know(?:s|n)? me as|the name(?:'s| is)|"
         r"(?:name|put|signed|spelt|spelled) (?:it )?(?:as|under)|"
-        r"(?:i am|i'm)(?=\s+(?:mrs|mr|miss|ms|mister|missus)\b))\s+"
+        rf"(?:i am|i'm)(?=\s+(?:{_TITLES})\b))\s+"
         rf"{_TITLE}{_name(3)}",
         re.IGNORECASE,
     ),
