@@ -102,11 +102,12 @@ class Redactor:
         if not use_ner or self.ner is None or gaz is None:
             return [self._run(Text(text, self.nameish, names=self.own()), TEXT) for text in texts]
         found, views, freq = [], [], unknown.load_frequencies()
+        common = ordinary().__contains__
         for text in texts:
             t = Text(text, self.nameish, gaz, freq, self.own())
             self._run(t, (r for r in TEXT if r.stage == "text"))
             if t.lower:
-                t.view, t.cased = truecase(text, gaz, _common)
+                t.view, t.cased = truecase(text, gaz, common)
             self._run(t, GAZETTEER)
             views.append(unknown.name_candidates(t.view, gaz, freq) if t.lower else text)
             found.append(t.found)
@@ -115,7 +116,7 @@ class Redactor:
             if view is not text:  # no capitals: a guess on words left lower case is weak
                 ents = [e for e in ents if not _all_ordinary(view, e, gaz)]
             spans += ents
-        out = [self._keep(with_places(text, widen(text, spans, gaz, _common), gaz))
+        out = [self._keep(with_places(text, widen(text, spans, gaz, common), gaz))
                for text, spans in zip(texts, found, strict=True)]  # fmt: skip
         if "spelled_name" not in self.off:
             out = [s + tag("spelled_name", unknown.spelled(t, s)) if t.islower() else s
@@ -146,10 +147,6 @@ def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
     """Every word of the span in lower case in the truecased copy and an ordinary word."""
     words = view[span.start : span.end].split()
     return all(w.islower() and gaz.is_ordinary(w.strip("'-")) for w in words)
-
-
-def _common(word: str) -> bool:
-    return word in ordinary()
 
 
 def apply_spans(text: str, spans: list[Span]) -> str:
