@@ -26,6 +26,11 @@ DOES = word_set("context_does")  # what a person named as a sentence's subject d
 SAYS = word_set("context_says")  # what only a person does
 ACTS = word_set("context_acts")
 AFTER_NAME = frozenset(["and", "who", "from", "at"]) | SAYS  # what may follow a name
+# A first name that is also a word is a name between these: someone you are with, talk to,
+# give to, and what follows a person in a clause.
+_SOCIAL = word_set("context_social")
+_TALK_TO = word_set("context_talk_to")
+_CLAUSE = word_set("context_clause") | {""}
 _BE = frozenset(["is", "was", "has", "had"])
 _ABSTRACT = word_set("context_abstract")  # nouns that follow "with"/"for" as often as a name
 _PETS = PETS | {"guinea", "tom"}
@@ -85,4 +90,7 @@ def _label(raw: list[str], i: int, word: str, gaz: Gazetteer, common: Callable[[
         return "PERSON"
     if word in gaz.first and nxt in gaz.people and nxt not in _NEVER and at(2) in AFTER_NAME:
         return "FULL"  # a first name and a surname, before what follows a person
+    if (word in gaz.first and len(word) > 2 and not raw[i].endswith("'s") and nxt in _CLAUSE
+            and (prev in _SOCIAL and word not in _ABSTRACT or prev == "to" and prev2 in _TALK_TO)):
+        return "PERSON"  # someone you are with, talk to, give to, before a clause goes on
     return ""
