@@ -28,7 +28,6 @@ PLACE_CUES = frozenset(
     ["in", "from", "to", "near", "at", "via", "outside", "around", "visit", "visited"]
 )
 NOT_PROPER = word_set("casing_not_proper")  # capitalised words that are neither
-_MONTHS = frozenset(["april", "may", "june", "july", "august"])  # months that are first names too
 _MOTION = word_set("casing_motion")
 # After "in"/"from" an ordinary word is a place only at a clause's end, and never one of the
 # nouns that follow "in" bare.
@@ -38,7 +37,6 @@ _BARE_NOUNS = word_set("casing_bare_nouns")
 _LIVING = word_set("casing_living")
 _OBJECTS = word_set("casing_objects")  # an English word before one of these is a verb
 _NOT_PET_NAMES = word_set("casing_not_pet_names")
-_HAVING = word_set("casing_having")  # having, losing or naming a pet before its name and kind
 _PAST = word_set("casing_past")
 _AFTER_SURNAME = word_set("casing_after_surname")
 _PLACE_PREFIX = word_set("casing_place_prefix")
@@ -67,13 +65,12 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
         place = prev in PLACE_CUES and usable and (
             word in gaz.places and word not in _BARE_NOUNS and (journey or not ordinary)
             or not ordinary and len(word) > 3 and journey)
-        titled = prev in _TITLE_CUES and word in _MONTHS
         plain = (prev in ("in", "from", "near", "to") and journey and word not in NOT_PROPER
                  and word in gaz.place_names and word not in _BARE_NOUNS and word not in STOP
                  and not (prev == "in" and word.endswith("ing") and prev2 not in _LIVING)
                  and nxt in _CLAUSE_END | {""})  # fmt: skip
         known = gaz.is_name(word) and not ordinary and usable
-        if known or person or place or titled or plain:
+        if known or person or place or plain:
             chars[m.start()] = chars[m.start()].upper()
             label = gaz.label(word)
             if prev in PLACE_CUES and word not in gaz.people:
@@ -83,16 +80,13 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
 
 
 def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
-    """The word after a pet's kind ("called" or "named" between) or before "the" and its kind
-    after having one, unless it is a verb or function word that a story puts there."""
+    """The word after a pet's kind ("called" or "named" between), unless it is a verb or
+    function word that a story puts there."""
     spans, words = [], list(TOKEN.finditer(text))
     raw = [m.group(0) for m in words]
     for i in range(len(words)):
         if raw[i] not in PETS:  # the possessive is no name
             continue
-        if i >= 3 and raw[i - 1] == "the" and raw[i - 3] in _HAVING and raw[i - 2] not in (
-                STOP | _NOT_PET_NAMES):  # fmt: skip
-            spans.append(Span(words[i - 2].start(), words[i - 2].end(), "PET"))
         k = i + 2 if raw[i + 1 : i + 2] in (["called"], ["named"]) else i + 1
         if k >= len(words):
             continue
