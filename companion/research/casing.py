@@ -197,3 +197,17 @@ def place_phrases(text: str, gaz: Gazetteer) -> list[Span]:
                 spans.append(Span(found[i].start(), found[i + n - 1].end(), "PLACE"))
                 break
     return spans
+
+
+def typed_names(text: str, gaz: Gazetteer) -> list[Span]:
+    """Capitalised words inside a sentence of typed text that the gazetteer knows as names or
+    places, or that are no English word (a sentence's first word is capitalised anyway)."""
+    spans = []
+    for m in TOKEN.finditer(text):
+        token, before = m.group(0), text[: m.start()].rstrip()
+        word = base(token.lower())
+        if (token[0].isupper() and not (token.isupper() and len(token) > 1) and before
+                and before[-1] not in ".!?\"'(:;\n" and word not in NOT_PROPER
+                and (gaz.is_name(word) or not gaz.is_ordinary(word))):  # fmt: skip
+            spans.append(Span(m.start(), m.start() + len(word), gaz.label(word)))
+    return spans

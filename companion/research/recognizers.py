@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from companion.research import context, intros, spoken, unknown
-from companion.research.casing import pet_names, place_phrases
+from companion.research.casing import pet_names, place_phrases, typed_names
 from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
 from companion.research.ids import GROUPED_ID, ID, PLATE, SORT_CODE
 from companion.research.ner import Span, tag
-from companion.research.unknown import typed_names
 from companion.research.words import THRESHOLDS, TOKEN, alternation, data, ordinary, word_set
 
 if TYPE_CHECKING:
@@ -248,7 +247,7 @@ TEXT: tuple[Recognizer, ...] = (
 )
 GAZETTEER: tuple[Recognizer, ...] = (
     R("ordinary_word_name", "PERSON", find=_g(ordinary_word_names), stage="gazetteer"),
-    R("typed_name", "PERSON", find=_g(typed_names, "freq"), stage="gazetteer", case="typed"),
+    R("typed_name", "PERSON", find=_g(typed_names), stage="gazetteer", case="typed"),
     R("truecased", "PERSON", find=lambda t: t.cased, stage="gazetteer", case="lower"),
     R("pet_name", "PET", find=_g(pet_names), stage="gazetteer", case="lower"),
     R("context_name", "PERSON", find=_g(context_names, "common"), stage="gazetteer", case="lower"),

@@ -3,9 +3,8 @@
 A recogniser writes only words of its vocabulary, so in lower-case speech a word that is no
 English word (Webster's with its inflections, prefixes and compounds) and not among the most
 frequent English words is, in a story, almost always a name, and is redacted wherever it
-stands; so is a listed name or place too rare as a word. In typed text a capitalised word is
-judged the same way. This spends part of the over-redaction budget on purpose (unknown brands
-and typos go too), which the benchmark measures on ordinary text.
+stands; so is a listed name or place too rare as a word. This spends part of the
+over-redaction budget on purpose (unknown brands and typos go too).
 
 The frequencies are wordfreq's small English list (`wordfreq` 3.1.1, Apache-2.0 code; data
 CC BY-SA 4.0), read directly from its pinned, sha256-checked data file (no wordfreq import).
@@ -22,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from companion.research.casing import NOT_PROPER, PLACE_CUES
-from companion.research.context import AFTER_NAME, STOP, base
+from companion.research.context import STOP, base
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import INSTALL_HINT, NerUnavailable, Span
 from companion.research.words import THRESHOLDS, TOKEN, alternation
@@ -105,33 +104,6 @@ def unknown_names(
 
 def rare_in(word: str, freq: dict[str, float], zipf: float = NAME_ZIPF) -> bool:
     return freq.get(word, 0.0) < zipf
-
-
-def typed_names(text: str, gaz: Gazetteer, freq: dict[str, float]) -> list[Span]:
-    """Capitalised words of typed text taken for names. A sentence's first word is capitalised
-    anyway: a name when it is no English word, a listed name that is no ordinary word, or a
-    first name before what follows a person. Inside a sentence: a listed name, no ordinary
-    word, or an English word too rare to be capitalised for any other reason."""
-    spans = []
-    for m in TOKEN.finditer(text):
-        token = m.group(0)
-        if not token[0].isupper() or token.isupper() and len(token) > 1:
-            continue
-        word = base(token.lower()).strip("'-")
-        if word in NOT_PROPER:
-            continue
-        before = text[: m.start()].rstrip()
-        if not before or before[-1] in ".!?\"'(:;\n":
-            nxt = (TOKEN.findall(text, m.end()) or [""])[0]
-            name = (gaz.is_name(word) and not gaz.is_ordinary(word)
-                    or word in gaz.first and nxt.lower() in AFTER_NAME
-                    or _candidate(word) and not english(word, gaz, freq))  # fmt: skip
-        else:
-            name = (gaz.is_name(word) or not gaz.is_ordinary(word)
-                    or _candidate(word) and rare_in(word, freq))  # fmt: skip
-        if name:
-            spans.append(Span(m.start(), m.start() + len(word), gaz.label(word)))
-    return spans
 
 
 def spelled(text: str, names: list[Span]) -> list[Span]:
