@@ -88,7 +88,8 @@ def _label(raw: list[str], i: int, word: str, gaz: Gazetteer, common: Callable[[
         return "PERSON"  # opening a story, or joined to one
     if not prev and by_role and word in gaz.people and len(word) > 2:
         return "PERSON"
-    if word in gaz.first and nxt in gaz.people and nxt not in _NEVER and at(2) in AFTER_NAME:
+    if (word in gaz.first and nxt in gaz.people and nxt not in _NEVER and at(2) in AFTER_NAME
+            and prev not in DETERMINERS):  # fmt: skip
         return "FULL"  # a first name and a surname, before what follows a person
     if (word in gaz.first and len(word) > 2 and not raw[i].endswith("'s") and nxt in _CLAUSE
             and (prev in _SOCIAL and word not in _ABSTRACT or prev == "to" and prev2 in _TALK_TO)):

@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "e37a0fe67bd6c3a9f522571e2bf9240ce7377124f064b27406aeef8e11efe593"
+SHA256 = "5d984cb08b82ea46406acdd6a81d97566d1747a06edd844e07d68d1a8611572a"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
