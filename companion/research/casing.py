@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from companion.research.context import DETERMINERS, PETS, RELATIONS, ROLES, STOP, base
+from companion.research.context import ABSTRACT, DETERMINERS, PETS, RELATIONS, ROLES, STOP, base
 from companion.research.gazetteer import UK_AREAS, Gazetteer
-from companion.research.ner import Span, tag
+from companion.research.ner import Span
 from companion.research.words import TOKEN, word_set
 
 # Words before a name: relations, titles, naming verbs.
@@ -39,7 +39,6 @@ _OBJECTS = word_set("casing_objects")  # an English word before one of these is 
 _NOT_PET_NAMES = word_set("casing_not_pet_names")
 _PAST = word_set("casing_past")
 _AFTER_SURNAME = word_set("casing_after_surname")
-_PLACE_PREFIX = word_set("casing_place_prefix")
 _TITLES = word_set("titles") | _TITLE_CUES | {"cousin", "gran", "nana", "nanna", "nanny", "rev"}
 
 
@@ -68,6 +67,7 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
         plain = (prev in ("in", "from", "near", "to") and journey and word not in NOT_PROPER
                  and word in gaz.place_names and word not in _BARE_NOUNS and word not in STOP
                  and not (prev == "in" and word.endswith("ing") and prev2 not in _LIVING)
+                 and not (prev == "in" and word in ABSTRACT)  # living in hope
                  and nxt in _CLAUSE_END | {""})  # fmt: skip
         known = gaz.is_name(word) and not ordinary and usable
         if known or person or place or plain:
@@ -105,9 +105,8 @@ def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
 def widen(
     text: str, spans: list[Span], gaz: Gazetteer, common: Callable[[str], bool]
 ) -> list[Span]:
-    """Names grown to their neighbours: a title before, a place's prefix, and a name next to
-    the name (capitalised in typed text; in text without capitals an unknown word, or a known
-    surname before what follows a person)."""
+    """Names grown to their neighbours: a title before and, in text without capitals, an
+    unknown word next to the name, or a known surname before what follows a person."""
     words = list(TOKEN.finditer(text))
     low = [base(m.group(0).lower()) for m in words]
     lower = not any(c.isupper() for c in text)
@@ -122,55 +121,21 @@ def widen(
         return (low[i] in gaz.people and low[i] not in _PERSON_CUES and len(low[i]) > 2
                 and low[i] not in NOT_PROPER and after in _AFTER_SURNAME | {""})  # fmt: skip
 
-    def capital(i: int, gap: str) -> bool:
-        w = words[i].group(0)
-        return (gap.isspace() and w[0].isupper() and not w.isupper() and low[i] in gaz.people
-                and low[i] not in NOT_PROPER and low[i] not in _PERSON_CUES)  # fmt: skip
-
-    if lower:
-        spans = spans + tag("joined", _joined(words, low, spans, loose))
     out = []
     for span in spans:
         start, end = span.start, span.end
         idx = [i for i, m in enumerate(words) if start <= m.start() < end]
-        if not idx:
-            out.append(span)
-            continue
-        a, b = idx[0] - 1, idx[-1] + 1
-        titled = span.label in ("PERSON", "PET") and a >= 0 and low[a] in _TITLES and bool(
-            re.fullmatch(r"\.?,?\s+", text[words[a].end() : start])
-            and (low[a] not in RELATIONS or a == 0 or low[a - 1] not in DETERMINERS))
-        if titled or lower and span.label == "PLACE" and a >= 0 and low[a] in _PLACE_PREFIX:
-            start, a = words[a].start(), a - 1  # a title, or "new" before "york"
-        if not lower and span.label == "PERSON":
-            if a >= 0 and capital(a, text[words[a].end() : start]):
-                start = words[a].start()
-            if b < len(words) and capital(b, text[end : words[b].start()]):
-                end = words[b].end()
-        elif lower and span.label in ("PERSON", "PLACE"):
+        a, b = (idx[0] - 1, idx[-1] + 1) if idx else (-1, len(words))
+        if (span.label in ("PERSON", "PET") and a >= 0 and low[a] in _TITLES
+                and re.fullmatch(r"\.?,?\s+", text[words[a].end() : start])
+                and not (low[a] in RELATIONS and low[max(a - 1, 0)] in DETERMINERS)):
+            start, a = words[a].start(), a - 1
+        if lower and span.label in ("PERSON", "PLACE"):
             if b < len(words) and (loose(b) or span.label == "PERSON" and surname(b)):
                 end = words[b].start() + len(low[b])
             if a >= 0 and loose(a):
-                start = min(start, words[a].start())
+                start = words[a].start()
         out.append(replace(span, start=start, end=end))
-    return out
-
-
-def _joined(words: list[re.Match[str]], low: list[str], spans: list[Span],
-            nameish: Callable[[int], bool]) -> list[Span]:  # fmt: skip
-    """The word on the other side of "and" from a name, when it may be a name too."""
-    starts = {s.start for s in spans if s.label == "PERSON"}
-    ends = {s.end for s in spans if s.label == "PERSON"}
-    out = []
-    for i in range(1, len(words) - 1):
-        if low[i] != "and":
-            continue
-        before, after = words[i - 1], words[i + 1]
-        end_before = before.start() + len(low[i - 1])
-        if end_before in ends and nameish(i + 1) and after.start() not in starts:
-            out.append(Span(after.start(), after.start() + len(low[i + 1]), "PERSON"))
-        if after.start() in starts and nameish(i - 1) and end_before not in ends:
-            out.append(Span(before.start(), end_before, "PERSON"))
     return out
 
 

@@ -32,7 +32,7 @@ _SOCIAL = word_set("context_social")
 _TALK_TO = word_set("context_talk_to")
 _CLAUSE = word_set("context_clause") | {""}
 _BE = frozenset(["is", "was", "has", "had"])
-_ABSTRACT = word_set("context_abstract")  # nouns that follow "with"/"for" as often as a name
+ABSTRACT = word_set("context_abstract")  # nouns that follow "with"/"for" as often as a name
 _PETS = PETS | {"guinea", "tom"}
 _NEVER = STOP | RELATIONS | _PETS  # words these rules never take for a name
 _NAMING = frozenset(["named", "called", "calls", "call"])
@@ -84,7 +84,7 @@ def _label(raw: list[str], i: int, word: str, gaz: Gazetteer, common: Callable[[
     if (prev in _OPENERS and nxt in AFTER_NAME and len(word) > 2
             and (known or not prev and nxt == "from")
             and (not common(word) or nxt in ACTS and word in gaz.first
-                 and word not in _ABSTRACT)):  # fmt: skip
+                 and word not in ABSTRACT)):  # fmt: skip
         return "PERSON"  # opening a story, or joined to one
     if not prev and by_role and word in gaz.people and len(word) > 2:
         return "PERSON"
@@ -92,6 +92,6 @@ def _label(raw: list[str], i: int, word: str, gaz: Gazetteer, common: Callable[[
             and prev not in DETERMINERS):  # fmt: skip
         return "FULL"  # a first name and a surname, before what follows a person
     if (word in gaz.first and len(word) > 2 and not raw[i].endswith("'s") and nxt in _CLAUSE
-            and (prev in _SOCIAL and word not in _ABSTRACT or prev == "to" and prev2 in _TALK_TO)):
+            and (prev in _SOCIAL and word not in ABSTRACT or prev == "to" and prev2 in _TALK_TO)):
         return "PERSON"  # someone you are with, talk to, give to, before a clause goes on
     return ""

@@ -263,7 +263,6 @@ GAZETTEER: tuple[Recognizer, ...] = (
 # Run by the Redactor after the others (they read every span found): named for the manifest.
 AFTER: tuple[Recognizer, ...] = (
     R("ner", "PERSON", stage="after"),
-    R("joined", "PERSON", stage="after", case="lower"),
     R("landmarks", "PLACE", stage="after"),
     R("spelled_name", "PERSON", stage="after", case="lower"),
     R("propagate", "PERSON", stage="after"),

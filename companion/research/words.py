@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "5d984cb08b82ea46406acdd6a81d97566d1747a06edd844e07d68d1a8611572a"
+SHA256 = "a6206e33d029a4173f743f1cc9b5d1e98a1ae76caf1ed246bc18c19c0afc1547"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:

@@ -17,8 +17,7 @@ from companion.research.deidentify import apply_spans, redactor_for
 from companion.research.ner import load_pipeline
 
 REGISTRY = (*recognizers.TEXT, *recognizers.GAZETTEER, *recognizers.AFTER)
-# A rule that only joins what others found has no sentence of its own yet.
-WITHOUT_EXAMPLE = {"joined"}
+WITHOUT_EXAMPLE: set[str] = set()  # every recognizer has a sentence of its own
 
 
 def found(rule: recognizers.Recognizer, text: str) -> list[tuple[int, int]]:
