@@ -105,16 +105,22 @@ def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
 def widen(
     text: str, spans: list[Span], gaz: Gazetteer, common: Callable[[str], bool]
 ) -> list[Span]:
-    """Names grown to their neighbours: a title before and, in text without capitals, an
-    unknown word next to the name, or a known surname before what follows a person."""
+    """Names grown to their neighbours: a title before, a capitalised name next to a name in
+    typed text and, without capitals, an unknown word next to the name or a known surname
+    before what follows a person."""
     words = list(TOKEN.finditer(text))
     low = [base(m.group(0).lower()) for m in words]
     lower = not any(c.isupper() for c in text)
 
-    def loose(i: int) -> bool:
+    def loose(i: int, gap: str) -> bool:
         w = low[i]
         return ((not gaz.is_ordinary(w) or w in gaz.people) and not common(w) and len(w) > 1
                 and w not in _PERSON_CUES and w not in NOT_PROPER)  # fmt: skip
+
+    def capital(i: int, gap: str) -> bool:
+        w = words[i].group(0)
+        return (gap.isspace() and w[0].isupper() and not w.isupper() and low[i] in gaz.people
+                and low[i] not in NOT_PROPER and low[i] not in _PERSON_CUES)  # fmt: skip
 
     def surname(i: int) -> bool:
         after = low[i + 1] if i + 1 < len(low) else ""
@@ -130,10 +136,12 @@ def widen(
                 and re.fullmatch(r"\.?,?\s+", text[words[a].end() : start])
                 and not (low[a] in RELATIONS and low[max(a - 1, 0)] in DETERMINERS)):
             start, a = words[a].start(), a - 1
-        if lower and span.label in ("PERSON", "PLACE"):
-            if b < len(words) and (loose(b) or span.label == "PERSON" and surname(b)):
+        if lower and span.label in ("PERSON", "PLACE") or span.label == "PERSON":
+            near = loose if lower else capital  # typed: a capitalised name next to it
+            if b < len(words) and (near(b, text[end : words[b].start()])
+                                   or lower and span.label == "PERSON" and surname(b)):  # fmt: skip
                 end = words[b].start() + len(low[b])
-            if a >= 0 and loose(a):
+            if a >= 0 and near(a, text[words[a].end() : start]):
                 start = words[a].start()
         out.append(replace(span, start=start, end=end))
     return out
