@@ -18,8 +18,7 @@ from companion.research.gazetteer import UK_AREAS, Gazetteer
 from companion.research.ner import Span
 from companion.research.words import TOKEN, word_set
 
-# Words before a name: relations, titles, naming verbs.
-_PERSON_CUES = word_set("casing_person_cues") | ROLES
+_PERSON_CUES = word_set("casing_person_cues") | ROLES  # relations, titles, naming verbs
 # Cues too common to make an English word a name: only unknown words after them.
 _WEAK_CUES = frozenset(["with", "for", "our", "poor", "dear"])
 # After a title even an ordinary word is a name; after a relation it must be a known name.

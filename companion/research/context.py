@@ -23,11 +23,10 @@ PETS = word_set("context_pets")  # animals a story names, with the breeds people
 POSSESSIVE = frozenset(["my", "our", "his", "her", "their", "your"])
 DETERMINERS = word_set("determiners")
 DOES = word_set("context_does")  # what a person named as a sentence's subject does next
-SAYS = word_set("context_says")  # what only a person does
 ACTS = word_set("context_acts")
-AFTER_NAME = frozenset(["and", "who", "from", "at"]) | SAYS  # what may follow a name
-# A first name that is also a word is a name between these: someone you are with, talk to,
-# give to, and what follows a person in a clause.
+# What may follow a name: what only a person does, or a clause about them.
+AFTER_NAME = frozenset(["and", "who", "from", "at"]) | word_set("context_says")
+# A first name that is also a word, between social words and a clause that goes on.
 _SOCIAL = word_set("context_social")
 _TALK_TO = word_set("context_talk_to")
 _CLAUSE = word_set("context_clause") | {""}
@@ -71,7 +70,6 @@ def _label(raw: list[str], i: int, word: str, gaz: Gazetteer, common: Callable[[
     never = word in _NEVER and not (by_role and word not in STOP | RELATIONS)
     if never or len(word) < 2 or word.endswith("ly"):
         return ""
-    known = word in gaz.people or not gaz.is_ordinary(word)
     if prev in ("him", "her", "it", "them") and prev2 in _NAMING:
         return "PERSON"  # naming a child or a pet
     if prev == "named" or prev == "called" and prev2 not in _NOT_BEFORE_CALLED:  # naming
@@ -82,12 +80,12 @@ def _label(raw: list[str], i: int, word: str, gaz: Gazetteer, common: Callable[[
             and not (gaz.is_ordinary(word) and word.endswith(("ed", "ing")))):  # fmt: skip
         return "PERSON"  # the relation's name, before what they do
     if (prev in _OPENERS and nxt in AFTER_NAME and len(word) > 2
-            and (known or not prev and nxt == "from")
+            and (word in gaz.people or not gaz.is_ordinary(word) or not prev and nxt == "from")
             and (not common(word) or nxt in ACTS and word in gaz.first
                  and word not in ABSTRACT)):  # fmt: skip
         return "PERSON"  # opening a story, or joined to one
     if not prev and by_role and word in gaz.people and len(word) > 2:
-        return "PERSON"
+        return "PERSON"  # someone known by their job
     if (word in gaz.first and nxt in gaz.people and nxt not in _NEVER and at(2) in AFTER_NAME
             and prev not in DETERMINERS):  # fmt: skip
         return "FULL"  # a first name and a surname, before what follows a person

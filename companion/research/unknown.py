@@ -68,10 +68,8 @@ def english(word: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
     """An English word: in Webster's (inflected), the plural of a frequent word, a prefixed
     form of one, a compound of two that the frequency list holds (names rarely split so), or
     frequent in today's English whatever the dictionary says."""
-    if gaz.is_ordinary(word) or freq.get(word, 0.0) >= UNKNOWN_ZIPF:
-        return True
-    if any(word.endswith(s) and freq.get(word[: -len(s)], 0.0) >= UNKNOWN_ZIPF
-           for s in ("s", "es")):  # fmt: skip
+    stems = (word, word.removesuffix("s"), word.removesuffix("es"))
+    if gaz.is_ordinary(word) or any(freq.get(w, 0.0) >= UNKNOWN_ZIPF for w in stems):
         return True
     for prefix in _PREFIXES:
         rest = word[len(prefix) :].lstrip("-")
@@ -94,16 +92,12 @@ def unknown_names(
     prev = ""
     for m in TOKEN.finditer(text):
         word = base(m.group(0)).strip("'-")
-        rare_name = gaz.is_name(word) and rare_in(word, freq)
+        rare_name = gaz.is_name(word) and freq.get(word, 0.0) < NAME_ZIPF
         if _candidate(word) and not common(word) and (rare_name or not english(word, gaz, freq)):
             place = word in gaz.place_names or prev in PLACE_CUES and word not in gaz.people
             spans.append(Span(m.start(), m.start() + len(word), "PLACE" if place else "PERSON"))
         prev = m.group(0)
     return spans
-
-
-def rare_in(word: str, freq: dict[str, float], zipf: float = NAME_ZIPF) -> bool:
-    return freq.get(word, 0.0) < zipf
 
 
 def spelled(text: str, names: list[Span]) -> list[Span]:
@@ -141,6 +135,6 @@ def name_candidates(view: str, gaz: Gazetteer, freq: dict[str, float]) -> str:
     chars = list(view)
     for m in TOKEN.finditer(view):
         word = m.group(0)
-        if word in gaz.first and _candidate(word) and rare_in(word, freq, CANDIDATE_ZIPF):
+        if word in gaz.first and _candidate(word) and freq.get(word, 0.0) < CANDIDATE_ZIPF:
             chars[m.start()] = chars[m.start()].upper()
     return "".join(chars)
