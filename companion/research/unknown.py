@@ -104,7 +104,7 @@ def spelled(text: str, names: list[Span]) -> list[Span]:
     """What a speaker spells letter by letter: a run with three letters or more, with the
     digits, "dot"s and "at"s inside it; and initials read before a name. Never "a" or "i"
     alone before a word."""
-    tokens = list(re.finditer(r"\S+", text))
+    tokens = list(TOKEN.finditer(text))
     spans = []
     i = 0
     while i < len(tokens):
