@@ -160,24 +160,24 @@ def export_home(
     require_free(parent, 10, "an export")
     # Written beside `out` and renamed into place: a failure (a full disk) leaves no half export.
     staging = out.with_name(f".{out.name}.partial")
-    shown = folder and folder.with_name(f".{folder.name}.partial")
-    for path in (staging, shown):
-        if path:
-            shutil.rmtree(path, ignore_errors=True)
+    # The review (beside, not in, the export) is staged alike; both are renamed at the end.
+    review_staging = folder.with_name(f".{folder.name}.partial") if folder else None
+    pairs = [(staging, out), *([(review_staging, folder)] if review_staging and folder else [])]
+    for temp, _ in pairs:
+        shutil.rmtree(temp, ignore_errors=True)
     try:
         # One read transaction: every table as of one moment, even while a session writes
         # (else a turn or an answer could name a session row read before it existed).
         with ReadOnly(home.db_path) as reader, exports.snapshot(reader.db):
-            result = _export(home, reader, staging, options, config, progress, shown, decisions)
-        for done, target in ((shown, folder), (staging, out)):
-            if done and target:
-                if target.exists():
-                    target.rmdir()  # empty, checked above
-                done.rename(target)
+            result = _export(home, reader, staging, options, config, progress, review_staging,
+                             decisions)  # fmt: skip
+        for temp, target in reversed(pairs):
+            if target.exists():
+                target.rmdir()  # empty, checked above
+            temp.rename(target)
     except BaseException:
-        for path in (staging, shown):
-            if path:
-                shutil.rmtree(path, ignore_errors=True)
+        for temp, _ in pairs:
+            shutil.rmtree(temp, ignore_errors=True)
         raise
     return dataclasses.replace(result, out=out, review=folder)
 
@@ -185,13 +185,13 @@ def export_home(
 def _review_folder(out: Path, options: ExportOptions) -> Path | None:
     """Where the review goes (None: no review), refused inside the shared export."""
     if not options.reviewed:
-        for flag, given in (("--review", options.review), ("--apply-review",
-                                                           options.apply_review)):
+        for flag, given in (("--review", options.review),
+                            ("--apply-review", options.apply_review)):  # fmt: skip
             if given:
                 raise ExportError(f"{flag}: a review comes only with --deidentify "
                                   f"--include-transcripts; add them or drop {flag}")
         return None
-    folder = options.review or review.default_dir(out)
+    folder = (options.review or review.default_dir(out)).absolute()
     review.check_dir(out, folder)
     return folder
 

@@ -91,10 +91,12 @@ def default_dir(out: Path) -> Path:
 
 
 def check_dir(out: Path, review: Path) -> None:
-    """Refuse a review folder inside the export (it is shared) or one already used."""
+    """Refuse a review folder inside the export (it is shared), around it, or already used."""
     export, target = out.absolute().resolve(), review.absolute().resolve()
-    if target == export or target.is_relative_to(export):
-        raise ReviewError(f"--review: {printable(str(review))} is inside the export folder "
+    where = ("is inside" if target.is_relative_to(export)
+             else "holds" if export.is_relative_to(target) else None)  # fmt: skip
+    if where:
+        raise ReviewError(f"--review: {printable(str(review))} {where} the export folder "
                           f"{printable(str(out))}, which is shared; choose a folder beside it "
                           f"(default {printable(str(default_dir(out)))})")  # fmt: skip
     if review.exists() and (not review.is_dir() or any(review.iterdir())):

@@ -36,7 +36,7 @@ function el(tag, cls, text) {
 function draw(body, list, flag) {
   for (const r of list) {
     const tr = el('tr');
-    tr.dataset.id = r.id; tr.dataset.risk = r.risk; tr.dataset.kind = r.kind;
+    tr.dataset.id = r.id; tr.dataset.risk = r.risk; tr.dataset.kind = r.kind; tr.dataset.n = r.n;
     const pick = el('select');
     for (const [v, label] of [['', flag ? '(leave)' : '(stays redacted)'], ['keep', 'keep'],
                               ['redact', 'redact']]) {
@@ -80,18 +80,19 @@ function cell(c, v) {
   if (text && v && !['id', 'decision'].includes(c) && /^[=+\-@\t\r']/.test(v)) v = "'" + v;
   return /[",\r\n]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v;
 }
-function save() {
+function csvText() {
   const lines = [cols.join(',')].concat([...flags, ...redactions].map(
     r => cols.map(c => cell(c, r[c])).join(',')));
+  return lines.join('\r\n') + '\r\n';
+}
+function save() {
   const a = el('a');
-  a.href = URL.createObjectURL(new Blob([lines.join('\r\n') + '\r\n'], {type: 'text/csv'}));
+  a.href = URL.createObjectURL(new Blob([csvText()], {type: 'text/csv'}));
   a.download = 'review.csv';
   a.click();
 }
 draw(document.querySelector('#flags tbody'), flags, true);
 draw(document.querySelector('#redactions tbody'), redactions, false);
-for (const tr of document.querySelectorAll('tbody tr'))
-  tr.dataset.n = rows.find(r => r.id === tr.dataset.id).n;
 document.getElementById('find').oninput = filter;
 document.getElementById('least').oninput = filter;
 document.getElementById('save').onclick = save;

@@ -169,6 +169,9 @@ def test_review_folder_inside_the_export_is_refused(reviewed, tmp_path):
         done = export(home, out, "--review", str(inside))
         assert done.returncode == 2
         one_error_line(done, "--review:", "inside the export folder", "out.review")
+    done = export(home, tmp_path / "around" / "out", "--review", str(tmp_path / "around"))
+    assert done.returncode == 2
+    one_error_line(done, "--review:", "holds the export folder")
     done = run_cli("export", "--home", str(home), "--out", str(out), "--review", str(tmp_path))
     assert done.returncode == 2
     one_error_line(done, "--review: a review comes only with --deidentify")
@@ -182,7 +185,7 @@ def test_review_folder_inside_the_export_is_refused(reviewed, tmp_path):
     one_error_line(done, "--review:", "not an empty folder")
 
 
-def test_review_page_in_headless_chromium(reviewed):
+def test_review_page_in_headless_chromium(reviewed, tmp_path):
     """The page drawn by a real browser: flags highest risk first, redactions marked with the
     recognizers that made them, and nothing fetched but the page itself."""
     from tests.helpers.browser import Browser
@@ -200,6 +203,13 @@ def test_review_page_in_headless_chromium(reviewed):
             marks: [...document.querySelectorAll('#redactions mark.redaction')].map(
                 m => [m.textContent, m.dataset.recognizers, m.title]),
             count: document.getElementById('count').textContent})""")["result"]["value"]
+        # a researcher picks `redact` for the first flag and saves the CSV the page makes
+        saved = browser.send("Runtime.evaluate", session, returnByValue=True, expression="""(() => {
+            const pick = document.querySelector('#flags tbody tr select');
+            pick.value = 'redact';
+            pick.dispatchEvent(new Event('change'));
+            return [csvText(), document.getElementById('count').textContent]; })()""")
+        text, count = saved["result"]["value"]
         requested = browser.requested()
     finally:
         browser.close()
@@ -213,6 +223,15 @@ def test_review_page_in_headless_chromium(reviewed):
     assert "email" in rules.split(", ") and title == f"redacted by {rules}"
     assert shown["count"].startswith(f"{len(flags)} flagged, {len(rows) - len(flags)} redactions")
     assert requested == [page]
+    assert count.endswith(", 1 decided")
+    (tmp_path / "saved.csv").write_text(text, newline="")
+    decisions = review.read_decisions(tmp_path / "saved.csv")
+    assert text.splitlines()[0] == ",".join(review.COLUMNS)
+    assert len(decisions.by_id) == len(rows)
+    assert {i for i, d in decisions.by_id.items() if d.word} == {flags[0]["id"]}
+    assert decisions.by_id[flags[0]["id"]].word == "redact"
+    saved_rows = read_rows(tmp_path / "saved.csv")
+    assert [r["original"] for r in saved_rows] == [r["original"] for r in rows]
 
 
 @pytest.mark.slow  # about 15 s: a month of sessions, each story a long planted paragraph
