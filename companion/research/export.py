@@ -224,7 +224,8 @@ def _export(
     reviewed = None
     if transform.review is not None and review_dir is not None:
         applied = transform.review.finish()  # a decision that matches nothing is refused
-        review.write(review_dir, transform.review.ordered(), f"Review of export {out.name}")
+        name = out.name.removeprefix(".").removesuffix(".partial")  # staged as .NAME.partial
+        review.write(review_dir, transform.review.ordered(), f"Review of export {name}")
         reviewed = {**transform.review.summary(), **({"applied": applied} if applied else {})}
     protocols, notes = _protocols(protocol, db)
     notes.insert(0, cells.FORMAT_NOTES[options.format])

@@ -176,6 +176,17 @@ def _regions(spans: list[Span]) -> list[tuple[int, int, list[Span]]]:
     return merged
 
 
+def _context(text: str, tags: list[tuple[int, int, str]], lo: int, hi: int) -> str:
+    """text[lo:hi] as the export reads it: every other redaction there shown as its tag."""
+    out, pos = [], lo
+    for start, end, tag in tags:
+        if start < hi and end > lo:
+            out += [text[pos : max(pos, start)], tag]
+            pos = max(pos, end)
+    out.append(text[pos:hi])
+    return "".join(out)
+
+
 def _tokens(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, str]]:
     """Words and digit runs outside `taken`, in order."""
     found = [(m.start(), m.end(), "word") for m in TOKEN.finditer(text)]
@@ -230,13 +241,14 @@ class Collector:
         self.applied: Counter[str] = Counter()
         self.seen: set[str] = set()
 
-    def _item(self, table: str, row: Any, column: str, text: str, start: int, end: int,
-              **fields: Any) -> Item:  # fmt: skip
+    def _item(self, where: tuple[str, Any, str], text: str, tags: list[tuple[int, int, str]],
+              start: int, end: int, **fields: Any) -> Item:  # fmt: skip
+        table, row, column = where
         original = text[start:end]
-        ident = item_id(table, row, column, start, end, original)
-        return Item(ident, table=table, row=row, column=column, start=start, end=end,
-                    original=original, before=text[max(0, start - CONTEXT) : start],
-                    after=text[end : end + CONTEXT], **fields)  # fmt: skip
+        return Item(item_id(table, row, column, start, end, original), table=table, row=row,
+                    column=column, start=start, end=end, original=original,
+                    before=_context(text, tags, max(0, start - CONTEXT), start),
+                    after=_context(text, tags, end, end + CONTEXT), **fields)  # fmt: skip
 
     def _decide(self, item: Item) -> Decision | None:
         if self.decisions is None:
@@ -249,12 +261,14 @@ class Collector:
         """The spans to apply to `text` once decisions are applied; flags are looked for only
         in what a participant said (the companion's lines are protocol and story wording)."""
         out: list[Span] = []
+        where = (table, row, column)
         regions = _regions(spans)
-        for start, end, group in regions:
-            shifted = [Span(s.start - start, s.end - start, s.label, s.rule) for s in group]
-            tag = apply_spans(text[start:end], shifted)
+        tags = [(start, end, apply_spans(text[start:end], [
+            Span(s.start - start, s.end - start, s.label, s.rule) for s in group]))
+            for start, end, group in regions]  # fmt: skip
+        for (start, end, group), (*_, tag) in zip(regions, tags, strict=True):
             rules = ", ".join(sorted({s.rule or "unnamed" for s in group}))
-            item = self._item(table, row, column, text, start, end, kind="redaction", risk=0,
+            item = self._item(where, text, tags, start, end, kind="redaction", risk=0,
                               replacement=tag, entity=tag.strip("[]"), recognizers=rules)
             decision = self._decide(item)
             if decision and decision.word == "keep":
@@ -269,7 +283,7 @@ class Collector:
         if not said:
             return out
         for start, end, risk, entity in flags(text, [(s, e) for s, e, _ in regions], self.common):
-            item = self._item(table, row, column, text, start, end, kind="flag", risk=risk,
+            item = self._item(where, text, tags, start, end, kind="flag", risk=risk,
                               replacement="", entity=entity, recognizers="")
             decision = self._decide(item)
             if decision and decision.word == "redact":

@@ -77,7 +77,8 @@ def test_review_is_written_beside_the_export_not_in_it(reviewed):
     assert {r["decision"] for r in rows} == {""}
     # the context around each item is the text it came from, the item in between
     turn = next(r for r in redactions if r["original"] == "Anna Brown" and r["table"] == "turns")
-    assert turn["before"] == "ask my wife " and turn["after"].startswith(", anna.brown@mail.com")
+    assert turn["before"] == "ask my wife " and turn["after"].startswith(", [EMAIL], [PHONE]")
+    assert "<title>Review of export out</title>" in (folder / review.HTML_NAME).read_text()
     manifest = read_manifest(out)
     assert manifest["review"] == {"redactions": len(redactions), "flags": len(flags)}
     book = json.loads((out / "codebook.json").read_text())
