@@ -10,8 +10,9 @@ token, the default), `redact` redacts a flagged token; empty keeps the default.
 Risk of a flagged token (highest first; docs/research.md): a word capitalised inside a
 sentence 3, plus 2 when it is no ordinary word; a lower-case rare word 2; digits 2, 6 for four
 or more, 1 for one (a text that is only a one- or two-digit number, a scale answer, is not
-flagged); a number word 1, or 4 in a run of three or more (a number said aloud); plus 2 for
-any token right beside a redaction (a surname after a redacted first name).
+flagged); a number word 4 in a run of three or more (a number said aloud), 1 beside a
+redaction, else not flagged (a count, an answer on a scale); plus 2 for any token right beside
+a redaction (a surname after a redacted first name).
 """
 
 from __future__ import annotations
@@ -206,6 +207,7 @@ def flags(text: str, taken: list[tuple[int, int]],
     for i, (start, end, kind) in enumerate(tokens):
         word = text[start:end]
         lower = word.lower().strip("'-")
+        beside = any(0 <= start - e <= 2 or 0 <= s - end <= 2 for s, e in taken)
         if kind == "digits":
             if len(tokens) == 1 and len(word) <= 2:
                 continue  # an answer on a scale ("4")
@@ -216,17 +218,18 @@ def flags(text: str, taken: list[tuple[int, int]],
                 j = i + step
                 while 0 <= j < len(tokens) and number[j]:
                     run, j = run + 1, j + step
+            if run < 3 and not beside:
+                continue  # a count or an answer on a scale ("two, I'd say")
             risk, entity = (4 if run >= 3 else 1), "ID"
         elif word[0].isupper() and lower.split("'")[0] != "i":
             rare = lower not in ordinary() and lower not in CALENDAR and not common(lower)
             if SENTENCE_END.search(text, 0, start) and not rare:
                 continue  # an ordinary word opening a sentence
-            risk, entity = 3 + 2 * rare, "PERSON"
+            risk, entity = 3 + 2 * rare, "DATE" if lower in CALENDAR else "PERSON"
         elif len(lower) > 2 and lower not in ordinary() and not common(lower):
             risk, entity = 2, "PERSON"
         else:
             continue
-        beside = any(0 <= start - e <= 2 or 0 <= s - end <= 2 for s, e in taken)
         out.append((start, end, risk + 2 * beside, entity))
     return out
 

@@ -97,6 +97,10 @@ def test_flags_and_their_risk():
     beside = review.flags("met Anna Zorbleton", [(4, 8)], lambda w: False)
     assert [risk for *_, risk, _ in beside] == [5 + 2]
     assert review.flags("4", [], lambda w: False) == []  # a scale answer
+    assert review.flags("two, I'd say", [], lambda w: False) == []  # said as a word
+    assert review.flags("about two or three times", [], lambda w: False) == []  # a count
+    (weekday,) = review.flags("The nurse came on Thursday.", [], lambda w: False)
+    assert weekday[2:] == (3, "DATE")
 
 
 def test_apply_review_keeps_and_redacts_deterministically(reviewed, tmp_path):
