@@ -68,6 +68,7 @@ DEV_SETS = {
     12: "twelfth",
     13: "thirteenth",
     14: "fourteenth",
+    20: "twenty-eighth (numbers)",
 }
 HELD_OUT = 15
 
