@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from companion.research import context, intros, spoken, unknown
+from companion.research import context, intros, numbers, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, typed_names
 from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
@@ -52,7 +52,7 @@ NAMED_STREET = re.compile(rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STR
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
 DATE_NAMES = ("date_slashed", "date_day_month", "date_month_day")
 DATES = [
-    re.compile(r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b"),
+    re.compile(r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b(?:19|20)\d\d-[01]?\d-[0-3]?\d\b"),
     re.compile(rf"\b{_ORD}\s+(?:of\s+)?(?:{_MONTHS})\b\.?(?:,?\s+\d{{4}})?", re.IGNORECASE),
     re.compile(rf"\b(?:{_MONTHS})\.?\s+(?:the\s+)?{_ORD}\b(?:,?\s+\d{{4}})?", re.IGNORECASE),
 ]
@@ -212,11 +212,6 @@ def _age_marked(t: Text) -> list[Span]:
     return found
 
 
-def _number_run(t: Text) -> list[Span]:  # numbers no other pattern read keep their own tag
-    return [Span(m.start(), m.end(), "ID") for m in spoken.NUMBER_RUN.finditer(t.text)
-            if not any(s.start < m.end() and m.start() < s.end for s in t.found)]  # fmt: skip
-
-
 def _own_names(t: Text) -> list[Span]:
     return [Span(m.start(), m.end(), "PERSON") for name in t.names
             for m in re.finditer(rf"\b{re.escape(name)}(?:'s)?\b", t.text, re.I)]  # fmt: skip
@@ -262,7 +257,7 @@ TEXT: tuple[Recognizer, ...] = (
     R("plate", "ID", (PLATE,)),
     R("sort_code", "ID", (SORT_CODE,)),
     R("year", "DATE", (YEAR,)),
-    *(R(name, label, (p,)) for name, label, p in spoken.PATTERNS),
+    *(R(name, label, (p,)) for name, label, p in (*spoken.PATTERNS, *numbers.PATTERNS)),
     R("phone", "PHONE", find=_phone),
     *NAME_RULES,
     R("lower_named", "PERSON", find=_lower_names, stage="plain", case="lower"),
@@ -272,7 +267,7 @@ TEXT: tuple[Recognizer, ...] = (
     *(R(name, label, (p,), 1) for name, label, p in spoken.GROUPED),
     R("name_is_age", "AGE", find=_name_is_age),
     R("age_marked", "AGE", find=_age_marked),
-    R("number_run", "ID", find=_number_run),
+    R("said_number", "ID", find=lambda t: numbers.said_numbers(t.text)),
     R("own_names", "PERSON", find=_own_names),
 )
 GAZETTEER: tuple[Recognizer, ...] = (

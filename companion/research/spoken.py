@@ -31,22 +31,6 @@ _YEAR = (
     rf"|two thousand(?:\s+and)?(?:\s+{_NUMBER})?)"
 )
 
-# Six or more digit words in a row (phone numbers, ids), with "double"/"triple" counted once.
-# Letters read out around them belong to the number ("a b one two three four five six d",
-# a national insurance number); "a" and "i" are words, not letters, before it.
-# Groups read as numbers count too ("oh seven seven hundred nine hundred"), and a leading
-# "plus" ("plus four four seven ...").
-_GROUP = rf"(?:{_DIGIT}|{_TEEN}|{_TENS}|hundred|thousand)"
-SPOKEN_DIGITS = re.compile(
-    rf"(?<![\w'])(?:plus\s+)?(?:(?![ai]\b)[a-z]\s+){{0,2}}{_DIGIT}"
-    rf"(?:(?:[\s,-]+|\s+(?:and\s+)?then\s+){_GROUP}){{5,}}\b"  # "... one two one and then four"
-    r"(?:\s+(?![ai]\b)[a-z]\b)?",
-    re.IGNORECASE,
-)
-# A reference read out with its letters: "a b one two three four five".
-SPOKEN_ID = re.compile(
-    rf"(?<![\w'])(?:[a-z]\s+){{2,3}}{_DIGIT}(?:[\s,-]+{_DIGIT}){{3,}}\b", re.IGNORECASE
-)
 _WORD = r"[a-z0-9][a-z0-9_-]*"
 # A local part said as several words ("z pennick forty at ..."): up to four words back
 # from "at", not the words that introduce it ("my email is", "it's").
@@ -223,24 +207,12 @@ BIRTHDAY = re.compile(
 )
 # "the booking reference is x q seven nine two": what follows a reference's name, letters
 # and numbers read out (three or more, one a number at least).
-_CODE_TOKEN = rf"(?:(?![ai]\b)[a-z]|[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS}|dash|slash)"
-CODE = re.compile(
-    r"\b(?:reference|ref|code|pin|password|passcode|membership|policy|account|passport|"
-    r"licence|license|registration|reg|id|insurance|card|nhs|pass|badge|holding|flock|herd|"
-    r"microchip|chip)(?:\s+(?:number|no|code|mark))?"
-    r"(?:\s+(?:is|was|'s)|,)\s+"
+_CODE_TOKEN = rf"(?:[a-z]|[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS}|dash|slash)"
+CODE = re.compile(  # or one token of letters and digits ("NLF7Q2KX")
+    rf"\b(?:{alternation('code_cues')})(?:\s+(?:number|no|code|mark))?(?:\s+(?:is|was|'s)|,)\s+"
     rf"((?=(?:{_CODE_TOKEN}\s+){{0,4}}(?:[a-z]*\d[a-z\d]*|{_DIGIT}|{_TEEN}|{_TENS})\b)"
-    rf"{_CODE_TOKEN}(?:\s+{_CODE_TOKEN}){{2,}}(?:\s+[a-d](?=\s*(?:[,.;!?]|$)))?)\b",
-    re.IGNORECASE,
-)
-# Four or more number words in a row that no other pattern read ("twenty forty five
-# seventy seven", a sort code; "nine two ninety eight", a date the short way; "one nine i
-# zero eight four seven e", a register pin): a number said in groups identifies whatever it
-# numbers. A single letter inside counts when numbers are on both sides.
-_RUN_WORD = rf"(?:{_DIGIT}|{_TEEN}|{_TENS})"
-NUMBER_RUN = re.compile(
-    rf"(?<![\w'-]){_RUN_WORD}(?:[\s-]+(?:[a-z][\s-]+)?{_RUN_WORD}){{3,}}\b"
-    r"(?:\s+(?![ai]\b)[a-z]\b)?",
+    rf"{_CODE_TOKEN}(?:\s+{_CODE_TOKEN}){{2,}}(?:\s+[a-d](?=\s*(?:[,.;!?]|$)))?"
+    r"|(?=[a-z\d]*\d)(?=[a-z\d]*[a-z])[a-z\d]{5,})\b",
     re.IGNORECASE,
 )
 # "who's eighty-one and keeps bees", "mabel is seventy one and still swims": a person
@@ -271,8 +243,6 @@ NAME_IS_AGE = re.compile(
 PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
     ("spoken_address", "ADDRESS", SPOKEN_ADDRESS),
     ("spoken_postcode", "ADDRESS", SPOKEN_POSTCODE),
-    ("spoken_digits", "PHONE", SPOKEN_DIGITS),
-    ("spoken_id", "ID", SPOKEN_ID),
     *((f"spoken_date_{i}", "DATE", p) for i, p in enumerate(SPOKEN_DATES)),
     ("spoken_age", "AGE", AGE),
     ("more_dates", "DATE", MORE_DATES),

@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "3d4a3a9ecf8e1f773d7e6eb29ac12e86dfd3f164df2273897012aab6201b277e"
+SHA256 = "be1537241bb39caa8c2c48f0f8a52c1b42fa70636de5afac6f771a07f4ccd47f"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
