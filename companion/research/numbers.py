@@ -11,10 +11,16 @@ import re
 from companion.research.ner import Span
 from companion.research.words import alternation, word_set
 
-_DIGIT, _UNIT = (f"(?:{alternation(n)})" for n in ("said_digits", "number_units"))
-_TEEN, _TENS = (f"(?:{alternation(n)})" for n in ("number_teens", "number_tens"))
+
+
+def alt(*names: str) -> str:
+    """The named lists' words as one group."""
+    return f"(?:{alternation(*names)})"
+
+
+DIGIT, UNIT, TEEN, TENS = map(alt, ("said_digits", "number_units", "number_teens", "number_tens"))
 _SEPS = word_set("number_separators")
-_WORD = rf"(?:{_DIGIT}|{_TEEN}|{_TENS}|hundred|thousand)"
+_WORD = rf"(?:{DIGIT}|{TEEN}|{TENS}|hundred|thousand)"
 # A run of what a number is said with; `said_numbers` cuts it where it stops being one.
 _TOKEN = rf"(?:{_WORD}|[a-z]*\d[a-z\d]*|[a-z]|{alternation('number_separators')}|plus|and|then)"
 _RUN = re.compile(rf"(?<![\w'])(?:{_TOKEN}\b[\s,-]*)+", re.IGNORECASE)
@@ -55,7 +61,7 @@ def _number(offset: int, seg: list[re.Match[str]]) -> list[Span]:
         w = p.group(0).lower()
         if re.fullmatch(_WORD, w):
             words += w not in ("hundred", "thousand")
-            digits += 0 if last in word_set("number_tens") and re.fullmatch(_UNIT, w) else (
+            digits += 0 if last in word_set("number_tens") and re.fullmatch(UNIT, w) else (
                 _DIGITS.get(w, 1))  # fmt: skip
         elif any(c.isdigit() for c in w):
             digits += sum(c.isdigit() for c in w)
@@ -70,13 +76,13 @@ def _number(offset: int, seg: list[re.Match[str]]) -> list[Span]:
     return [Span(offset + seg[0].start(), offset + seg[-1].end(), kind)]
 
 
-_NUM = rf"(?:{_TENS}(?:[\s-]{_UNIT})?|{_TEEN}|{_DIGIT}|hundred)"
+_NUM = rf"(?:{TENS}(?:[\s-]{UNIT})?|{TEEN}|{DIGIT}|hundred)"
 # "oh four oh nine sixty five", "twenty two eight forty three": a date of birth said as numbers
-_DAY = rf"(?:(?:oh\s+)?{_UNIT}|{_TEEN}|twenty(?:[\s-]{_UNIT})?|thirty(?:[\s-]one)?|(?:oh|one|two|three)\s+{_UNIT})"
-_MONTH = rf"(?:(?:oh\s+)?{_UNIT}|ten|eleven|twelve|one\s+(?:oh|zero|one|two))"
+_DAY = rf"(?:(?:oh\s+)?{UNIT}|{TEEN}|twenty(?:[\s-]{UNIT})?|thirty(?:[\s-]one)?|(?:oh|one|two|three)\s+{UNIT})"
+_MONTH = rf"(?:(?:oh\s+)?{UNIT}|ten|eleven|twelve|one\s+(?:oh|zero|one|two))"
 SAID_DATE = re.compile(
-    rf"(?<![\w'])(?:{_DAY}\s+{_MONTH}\s+(?:(?:nineteen|twenty)\s+(?:{_TENS}(?:[\s-]{_UNIT})?|"
-    rf"oh\s+{_UNIT})|{_TENS}(?:[\s-]{_UNIT})?|oh\s+{_UNIT}))\b(?!\s+{_NUM}\b)",
+    rf"(?<![\w'])(?:{_DAY}\s+{_MONTH}\s+(?:(?:nineteen|twenty)\s+(?:{TENS}(?:[\s-]{UNIT})?|"
+    rf"oh\s+{UNIT})|{TENS}(?:[\s-]{UNIT})?|oh\s+{UNIT}))\b(?!\s+{_NUM}\b)",
     re.IGNORECASE,
 )
 EXTENSION = re.compile(  # "ext. 2041", "extension two oh four one"

@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "be1537241bb39caa8c2c48f0f8a52c1b42fa70636de5afac6f771a07f4ccd47f"
+SHA256 = "b1839b21f7bc2fbf89c56b9de829950a5962c29bae3095d08075b5d9aeb93dbf"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
