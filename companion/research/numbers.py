@@ -1,16 +1,16 @@
-"""Numbers that identify, typed or said: one grammar of number words (digits, "double",
-"oh", teens, tens, hundreds, letters said as letters, "dash", "slash", "dot", "point") for
-account, card, phone, IBAN and IP numbers and references; dates said as numbers; phone
-extensions; IBANs and IP addresses typed; URLs and domains typed or spelled out; a weekday
-that pins a day ("next Tuesday")."""
+"""Numbers, dates and addresses that identify, typed or said: one grammar of number words
+(digits, "double", "oh", teens, tens, hundreds, letters said as letters, "dash", "slash",
+"dot", "point") for account, card, phone, IBAN and IP numbers and references; dates; phone
+extensions; e-mail addresses; URLs and domains typed or spelled out; pinned weekdays."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
+from companion.research.context import STOP
 from companion.research.ner import Span
-from companion.research.words import alternation, word_set
-
+from companion.research.words import THRESHOLDS, alternation, word_set
 
 
 def alt(*names: str) -> str:
@@ -19,86 +19,91 @@ def alt(*names: str) -> str:
 
 
 DIGIT, UNIT, TEEN, TENS = map(alt, ("said_digits", "number_units", "number_teens", "number_tens"))
-_SEPS = word_set("number_separators")
 _WORD = rf"(?:{DIGIT}|{TEEN}|{TENS}|hundred|thousand)"
 # A run of what a number is said with; `said_numbers` cuts it where it stops being one.
-_TOKEN = rf"(?:{_WORD}|[a-z]*\d[a-z\d]*|[a-z]|{alternation('number_separators')}|plus|and|then)"
-_RUN = re.compile(rf"(?<![\w'])(?:{_TOKEN}\b[\s,-]*)+", re.IGNORECASE)
-_PIECE = re.compile(rf"{_TOKEN}\b", re.IGNORECASE)
+_TOKEN = rf"(?:{_WORD}|[a-z]*\d[a-z\d]*|[a-z]|{alt('number_separators')}|plus|and|then)\b"
+_RUN = re.compile(rf"(?<![\w'])(?:{_TOKEN}[\s,-]*)+", re.IGNORECASE)
+_PIECE = re.compile(_TOKEN, re.IGNORECASE)
 _DIGITS = {**dict.fromkeys(word_set("number_teens", "number_tens"), 2), "hundred": 2,
            "thousand": 3, "double": 1, "triple": 2}  # fmt: skip
+_EDGE, _BIG = word_set("number_separators") | {"and", "then", "a", "i"}, ("hundred", "thousand")
 
 
 def said_numbers(text: str) -> list[Span]:
     """Runs of number words long enough to identify: six digits or more ("double" and "oh"
-    counted, "forty seven" two), four in four number words, or letters and digits together."""
+    counted, "forty seven" two), four in four number words, or letters and digits together;
+    "and" joins only a hundred to its rest ("two hundred and one"), "plus" only leads."""
     found = []
     for run in _RUN.finditer(text):
-        pieces = list(_PIECE.finditer(run.group(0)))
-        # "and" joins only a hundred to its rest ("two hundred and one"), "plus" only leads
-        cuts = [i for i, p in enumerate(pieces) if (w := p.group(0).lower()) == "and" and (
-            i == 0 or pieces[i - 1].group(0).lower() not in ("hundred", "thousand"))
-            or w == "plus" and i > 0]  # fmt: skip
-        for seg in _segments(pieces, cuts):
-            found += _number(run.start(), seg)
+        seg: list[re.Match[str]] = []
+        for p in [*_PIECE.finditer(run.group(0)), None]:
+            w = p.group(0).lower() if p else ""
+            after = seg[-1].group(0).lower() if seg else ""
+            if p is None or w == "plus" and seg or w == "and" and after not in _BIG:
+                found += _number(run.start(), seg)
+                seg = []
+            else:
+                seg.append(p)
     return found
 
 
-def _segments(pieces: list[re.Match[str]], cuts: list[int]) -> list[list[re.Match[str]]]:
-    bounds = [-1, *cuts, len(pieces)]
-    return [pieces[a + 1 : b] for a, b in zip(bounds, bounds[1:], strict=False)]
-
-
 def _number(offset: int, seg: list[re.Match[str]]) -> list[Span]:
-    edge = _SEPS | {"and", "then", "a", "i"}
-    while seg and seg[0].group(0).lower() in edge:
+    while seg and seg[0].group(0).lower() in _EDGE:
         seg = seg[1:]
-    while seg and seg[-1].group(0).lower() in edge | {"plus"}:
+    while seg and seg[-1].group(0).lower() in _EDGE | {"plus"}:
         seg = seg[:-1]
     digits = letters = words = 0
     last = ""
-    for p in seg:
-        w = p.group(0).lower()
-        if re.fullmatch(_WORD, w):
-            words += w not in ("hundred", "thousand")
-            digits += 0 if last in word_set("number_tens") and re.fullmatch(UNIT, w) else (
-                _DIGITS.get(w, 1))  # fmt: skip
+    for w in (p.group(0).lower() for p in seg):
+        if re.fullmatch(_WORD, w):  # a unit after a ten adds no digit ("forty seven")
+            words += w not in _BIG
+            digits += 0 if re.fullmatch(TENS, last) and re.fullmatch(UNIT, w) else _DIGITS.get(w, 1)
         elif any(c.isdigit() for c in w):
             digits += sum(c.isdigit() for c in w)
             letters += any(c.isalpha() for c in w)
         else:
             letters += len(w) == 1
         last = w
-    if not (digits >= 6 or digits >= 4 and words >= 4 or letters and digits >= 2 and
-            letters + digits >= 5) or not words and not letters:  # fmt: skip
-        return []
+    if not words and not letters or not (digits >= 6 or digits >= 4 and words >= 4
+                                         or letters and digits >= 2 and letters + digits >= 5):
+        return []  # fmt: skip
     kind = "PHONE" if seg[0].group(0).lower() in ("oh", "zero", "plus") and not letters else "ID"
     return [Span(offset + seg[0].start(), offset + seg[-1].end(), kind)]
 
 
 _NUM = rf"(?:{TENS}(?:[\s-]{UNIT})?|{TEEN}|{DIGIT}|hundred)"
-# "oh four oh nine sixty five", "twenty two eight forty three": a date of birth said as numbers
-_DAY = rf"(?:(?:oh\s+)?{UNIT}|{TEEN}|twenty(?:[\s-]{UNIT})?|thirty(?:[\s-]one)?|(?:oh|one|two|three)\s+{UNIT})"
+# "oh four oh nine sixty five", "twenty two eight forty three": a date said as numbers
+_DAY = rf"(?:(?:oh|one|two|three)\s+{UNIT}|{UNIT}|{TEEN}|twenty(?:[\s-]{UNIT})?|thirty(?:\sone)?)"
 _MONTH = rf"(?:(?:oh\s+)?{UNIT}|ten|eleven|twelve|one\s+(?:oh|zero|one|two))"
-SAID_DATE = re.compile(
-    rf"(?<![\w'])(?:{_DAY}\s+{_MONTH}\s+(?:(?:nineteen|twenty)\s+(?:{TENS}(?:[\s-]{UNIT})?|"
-    rf"oh\s+{UNIT})|{TENS}(?:[\s-]{UNIT})?|oh\s+{UNIT}))\b(?!\s+{_NUM}\b)",
-    re.IGNORECASE,
-)
+SAID_DATE = re.compile(rf"(?<![\w'])(?:{_DAY}\s+{_MONTH}\s+(?:(?:nineteen|twenty)\s+(?:{TENS}"
+                       rf"(?:[\s-]{UNIT})?|oh\s+{UNIT})|{TENS}(?:[\s-]{UNIT})?|oh\s+{UNIT}))\b"
+                       rf"(?!\s+{_NUM}\b)", re.IGNORECASE)  # fmt: skip
 EXTENSION = re.compile(  # "ext. 2041", "extension two oh four one"
-    rf"\b(?:ext(?:ension|n)?\.?)\s*(?:\d{{1,6}}|{_NUM}(?:\s+{_NUM}){{0,5}})\b", re.IGNORECASE
+    rf"\bext(?:ension|n)?\.?\s*(?:\d{{1,6}}|{_NUM}(?:\s+{_NUM}){{0,5}})\b", re.IGNORECASE
 )
+# Mixed letters and at least three digits: national insurance, NHS or account numbers,
+# written as one token or in groups ("PN 88213 774", "QQ 12 34 56 C", "WMT/PN/0088214").
+ID = re.compile(r"\b(?=(?:[A-Z0-9/-]*\d){3})(?=[A-Z0-9/-]*[A-Z])[A-Z0-9/-]{5,}\b")
+GROUPED_ID = re.compile(  # "ISDS 341907", "UK 0 541783", a holding "36/411/0027"
+    r"\b[A-Z]{1,3}(?:\s?\d{2,}){2,4}(?:\s?[A-Z\d])?\b|\b[A-Z]{2,5}(?:\s\d{1,2})?\s\d{5,}\b"
+    r"|\b\d{2,3}/\d{3}/\d{3,5}\b"
+)
+PLATE = re.compile(r"\b[A-Z]{2}\d{2}\s?[A-Z]{3}\b")  # a UK number plate ("BP68 WZN")
+SORT_CODE = re.compile(r"(?<![\d-])\d{2}-\d{2}-\d{2}(?![\d-])")
 IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b")
 IP = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
+# Phone numbers: 7+ digits with optional country code and separators ("+56 9 5555 0100").
+PHONE = re.compile(r"(?<![\w])(?:\+\d{1,3}(?:[\s.-]?\d{1,5}){2,5}"
+                   r"|(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]{0,3}){2,4}\d{2,4})(?![\w])")
+EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+# The same with its dots lost ("ann lee@mail co uk"): the word before is its first part.
+LOST_DOTS = re.compile(rf"\b(?:[a-z][\w-]*\s)?[\w+-]+@[\w-]+(?:\s{alt('email_endings')}\b)+",
+                       re.IGNORECASE)  # fmt: skip
 _END = alternation("url_endings")
-URL = re.compile(
-    rf"(?:\bhttps?://|\bwww\.|\b(?=[\w.-]+\.(?:{_END})\b))[\w-]+(?:\.[\w-]+)*"
-    r"(?:/[\w./?=&%#+~-]*[\w/])?",
-    re.IGNORECASE,
-)
-# "w w w dot smith plumbing dot co dot uk slash bins": a domain spelled out, not the words
-# before it ("the website is").
-_LABEL = rf"(?!(?:{alternation('url_intro', 'number_separators')})\b)[a-z][a-z0-9]*"
+URL = re.compile(rf"(?:\bhttps?://|\bwww\.|\b(?=[\w.-]+\.(?:{_END})\b))[\w-]+(?:\.[\w-]+)*"
+                 r"(?:/[\w./?=&%#+~-]*[\w/])?", re.IGNORECASE)  # fmt: skip
+# "w w w dot smith plumbing dot co dot uk slash bins": not the words before ("the site is").
+_LABEL = rf"(?!{alt('url_intro', 'number_separators')}\b)[a-z][a-z0-9]*"
 _SAID_END = rf"(?:{_END}|[a-z]\s[a-z])\b"
 SAID_URL = re.compile(
     r"\b(?:h\s+t\s+t\s+p\s*s?\s+colon\s+(?:(?:forward\s+)?slash\s+){2})?(?:w\s+w\s+w\s+dot\s+)?"
@@ -106,12 +111,26 @@ SAID_URL = re.compile(
     rf"(?:\s+dot\s+{_SAID_END})?(?:\s+slash(?:\s+{_LABEL}){{1,3}}(?:\s+dot\s+[a-z]+)?)*",
     re.IGNORECASE,
 )
-_WEEKDAY = alternation("weekdays")
+_MONTHS, _ORD = alt("months", "month_abbreviations"), r"\d{1,2}(?:st|nd|rd|th)?"
+DATES = [
+    re.compile(r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b(?:19|20)\d\d-[01]?\d-[0-3]?\d\b"),
+    re.compile(rf"\b{_ORD}\s+(?:of\s+)?{_MONTHS}\b\.?(?:,?\s+\d{{4}})?", re.IGNORECASE),
+    re.compile(rf"\b{_MONTHS}\.?\s+(?:the\s+)?{_ORD}\b(?:,?\s+\d{{4}})?", re.IGNORECASE),
+]
+# A year, with the day it names if any: dates pin people down.
+YEAR = re.compile(rf"\b(?:(?i:{alternation('feast_days')})\s+(?i:day|eve|night|sunday|monday)\s+)?"
+                  r"(?:19|20)\d\d\b")  # fmt: skip
 WEEKDAY = re.compile(  # "last Tuesday", "this Friday"; not "every Tuesday" or "on Mondays"
-    rf"\b(?:{alternation('weekday_pinning')})\s+(?:{_WEEKDAY})\b(?!')", re.IGNORECASE
+    rf"\b{alt('weekday_pinning')}\s+{alt('weekdays')}\b(?!')", re.IGNORECASE
 )
 
+
 PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
+    ("email", "EMAIL", EMAIL),
+    *zip(("date_slashed", "date_day_month", "date_month_day"), ("DATE",) * 3, DATES, strict=True),
+    *((n, "ID", p) for n, p in (("id", ID), ("grouped_id", GROUPED_ID), ("plate", PLATE))),
+    ("sort_code", "ID", SORT_CODE),
+    ("year", "DATE", YEAR),
     ("said_date", "DATE", SAID_DATE),
     ("extension", "PHONE", EXTENSION),
     ("iban", "ID", IBAN),
@@ -119,4 +138,14 @@ PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
     ("url", "ADDRESS", URL),  # a web address: no tag of its own yet
     ("said_url", "ADDRESS", SAID_URL),
     ("weekday_pinned", "DATE", WEEKDAY),
+]
+FINDERS: list[tuple[str, str, Callable[[str], list[Span]], str]] = [
+    ("phone", "PHONE", lambda text: [Span(*m.span(), "PHONE") for m in PHONE.finditer(text)
+     if sum(c.isdigit() for c in m.group(0)) >= THRESHOLDS["phone_digits"]], "any"),
+    ("said_number", "ID", said_numbers, "any"),
+    # ids and groups as a recogniser writes them; e-mail addresses with their dots lost
+    ("upper_id", "ID", lambda text: [Span(*m.span(), "ID") for p in (ID, GROUPED_ID)
+     for m in p.finditer(text.upper()) if m.group(0).split()[0].lower() not in STOP], "lower"),
+    ("lost_dots", "EMAIL", lambda text: [Span(*m.span(), "EMAIL") for m in LOST_DOTS.finditer(text)
+     ], "lower"),
 ]

@@ -22,40 +22,20 @@ from companion.research import context, intros, numbers, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, typed_names
 from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
-from companion.research.ids import GROUPED_ID, ID, PLATE, SORT_CODE
 from companion.research.ner import Span, tag
-from companion.research.words import THRESHOLDS, alternation, data, ordinary, word_set
+from companion.research.words import alternation, data, ordinary, word_set
 
 if TYPE_CHECKING:
     from companion.research.gazetteer import Gazetteer
 
-_MONTHS = alternation("months", "month_abbreviations")
-_ORD = r"\d{1,2}(?:st|nd|rd|th)?"
 _STREET_LISTS = ("street_kinds", "street_kinds_written_only")
 _STREETS = alternation(*_STREET_LISTS)
 _STREETS_TITLED = alternation(*_STREET_LISTS, title=True)
 NOT_NAMES = alternation("not_names")
 _RELATIONS = alternation("relations")
 
-EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-# The same with its dots lost ("ann lee@mail co uk"): the word before is its first part.
-LOST_DOTS = re.compile(
-    rf"\b(?:[a-z][\w-]*\s)?[\w+-]+@[\w-]+(?:\s(?:{alternation('email_endings')})\b)+",
-    re.IGNORECASE,
-)
-# Phone numbers: 7+ digits with optional country code and separators.
-PHONE = re.compile(
-    r"(?<![\w])(?:\+\d{1,3}(?:[\s.-]?\d{1,5}){2,5}"  # "+56 9 5555 0100"
-    r"|(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]{0,3}){2,4}\d{2,4})(?![\w])"
-)
 NAMED_STREET = re.compile(rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STREETS_TITLED})\b")
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
-DATE_NAMES = ("date_slashed", "date_day_month", "date_month_day")
-DATES = [
-    re.compile(r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b(?:19|20)\d\d-[01]?\d-[0-3]?\d\b"),
-    re.compile(rf"\b{_ORD}\s+(?:of\s+)?(?:{_MONTHS})\b\.?(?:,?\s+\d{{4}})?", re.IGNORECASE),
-    re.compile(rf"\b(?:{_MONTHS})\.?\s+(?:the\s+)?{_ORD}\b(?:,?\s+\d{{4}})?", re.IGNORECASE),
-]
 # A title or a kinship word used as one, before a capitalised name.
 _TITLED = re.compile(rf"\b(?i:{alternation('titles')})\.?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")
 # A capitalised word after a verb of naming or contact, or before one at a sentence start.
@@ -75,11 +55,6 @@ _LOWER_NAMED = re.compile(
     r"([a-z][\w'-]+(?:\s+[a-z][\w'-]+)?)"
 )
 _BIRTHDAY = re.compile(r"\b([A-Za-z][\w-]+)'s?\s+birthday\b")  # someone's birthday names them
-# A year, with the day it names if any: dates pin people down.
-YEAR = re.compile(
-    rf"\b(?:(?i:{alternation('feast_days')})\s+"
-    r"(?i:day|eve|night|sunday|monday)\s+)?(?:19|20)\d\d\b"
-)
 _DETERMINERS = word_set("determiners")
 
 
@@ -129,12 +104,6 @@ class Recognizer:
         return self.case == "any" or (self.case == "lower") == t.lower
 
 
-def _phone(t: Text) -> list[Span]:
-    least = THRESHOLDS["phone_digits"]
-    return [Span(m.start(), m.end(), "PHONE") for m in PHONE.finditer(t.text)
-            if sum(c.isdigit() for c in m.group(0)) >= least]  # fmt: skip
-
-
 def _rare_name(word: str, t: Text) -> bool:
     """A word without capitals that `nameish` accepts or that is rare ("its tig here")."""
     return t.lower and t.nameish is not None and (t.nameish(word) or unknown.rare(word))
@@ -172,12 +141,6 @@ def _lower_names(t: Text) -> list[Span]:
         if end > start:
             found.append(Span(start, end, "PERSON"))
     return found
-
-
-def _upper_ids(t: Text) -> list[Span]:  # ids and groups as a recogniser writes them
-    upper = t.text.upper()
-    return [Span(m.start(), m.end(), "ID") for p in (ID, GROUPED_ID) for m in p.finditer(upper)
-            if m.group(0).split()[0].lower() not in context.STOP]  # fmt: skip
 
 
 def _birthday(t: Text) -> list[Span]:
@@ -248,26 +211,16 @@ NAME_RULES: tuple[Recognizer, ...] = (
     R("pet", "PET", (_PET,), 1),
 )
 TEXT: tuple[Recognizer, ...] = (
-    R("email", "EMAIL", (EMAIL,)),
     R("postcode", "ADDRESS", (POSTCODE,)),
     R("named_street", "ADDRESS", (NAMED_STREET,)),
-    *(R(n, "DATE", (p,)) for n, p in zip(DATE_NAMES, DATES, strict=True)),
-    R("id", "ID", (ID,)),
-    R("grouped_id", "ID", (GROUPED_ID,)),
-    R("plate", "ID", (PLATE,)),
-    R("sort_code", "ID", (SORT_CODE,)),
-    R("year", "DATE", (YEAR,)),
-    *(R(name, label, (p,)) for name, label, p in (*spoken.PATTERNS, *numbers.PATTERNS)),
-    R("phone", "PHONE", find=_phone),
+    *(R(name, label, (p,)) for name, label, p in (*numbers.PATTERNS, *spoken.PATTERNS)),
+    *(R(n, e, find=lambda t, f=f: f(t.text), case=c) for n, e, f, c in numbers.FINDERS),
     *NAME_RULES,
     R("lower_named", "PERSON", find=_lower_names, stage="plain", case="lower"),
-    R("upper_id", "ID", find=_upper_ids, case="lower"),
-    R("lost_dots", "EMAIL", (LOST_DOTS,), case="lower"),
     R("birthday_name", "PERSON", find=_birthday),
     *(R(name, label, (p,), 1) for name, label, p in spoken.GROUPED),
     R("name_is_age", "AGE", find=_name_is_age),
     R("age_marked", "AGE", find=_age_marked),
-    R("said_number", "ID", find=lambda t: numbers.said_numbers(t.text)),
     R("own_names", "PERSON", find=_own_names),
 )
 GAZETTEER: tuple[Recognizer, ...] = (
