@@ -40,14 +40,14 @@ def said_numbers(text: str) -> list[Span]:
             w = p.group(0).lower() if p else ""
             after = seg[-1].group(0).lower() if seg else ""
             if p is None or w == "plus" and seg or w == "and" and after not in _BIG:
-                found += _number(run.start(), seg)
+                found += _number(run, seg)
                 seg = []
             else:
                 seg.append(p)
     return found
 
 
-def _number(offset: int, seg: list[re.Match[str]]) -> list[Span]:
+def _number(run: re.Match[str], seg: list[re.Match[str]]) -> list[Span]:
     while seg and seg[0].group(0).lower() in _EDGE:
         seg = seg[1:]
     while seg and seg[-1].group(0).lower() in _EDGE | {"plus"}:
@@ -67,8 +67,11 @@ def _number(offset: int, seg: list[re.Match[str]]) -> list[Span]:
     if not words and not letters or not (digits >= 6 or digits >= 4 and words >= 4
                                          or letters and digits >= 2 and letters + digits >= 5):
         return []  # fmt: skip
+    a, b = run.start() + seg[0].start(), run.start() + seg[-1].end()
+    if SAID_DATE.fullmatch(run.string, a, b):  # a date said as numbers is a date
+        return []
     kind = "PHONE" if seg[0].group(0).lower() in ("oh", "zero", "plus") and not letters else "ID"
-    return [Span(offset + seg[0].start(), offset + seg[-1].end(), kind)]
+    return [Span(a, b, kind)]
 
 
 _NUM = rf"(?:{TENS}(?:[\s-]{UNIT})?|{TEEN}|{DIGIT}|hundred)"
@@ -141,7 +144,8 @@ PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
 ]
 FINDERS: list[tuple[str, str, Callable[[str], list[Span]], str]] = [
     ("phone", "PHONE", lambda text: [Span(*m.span(), "PHONE") for m in PHONE.finditer(text)
-     if sum(c.isdigit() for c in m.group(0)) >= THRESHOLDS["phone_digits"]], "any"),
+     if sum(c.isdigit() for c in m.group(0)) >= THRESHOLDS["phone_digits"]
+     and not DATES[0].fullmatch(m.group(0))], "any"),
     ("said_number", "ID", said_numbers, "any"),
     # ids and groups as a recogniser writes them; e-mail addresses with their dots lost
     ("upper_id", "ID", lambda text: [Span(*m.span(), "ID") for p in (ID, GROUPED_ID)

@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "b1839b21f7bc2fbf89c56b9de829950a5962c29bae3095d08075b5d9aeb93dbf"
+SHA256 = "76b7d32e5948a79f1c51c9acf4e58c79701f6e0b778296cd47f642fe14104adf"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
