@@ -1,13 +1,11 @@
 """De-identification for exports: salted pseudonyms and transcript redaction.
 
-Pseudonyms are an HMAC of the participant id with a secret salt kept on the
-device (or given by the researcher), so the same participant gets the same
-pseudonym in every export made with that salt, and nobody without the salt can
-reverse it by trying ids. Redaction unites three finders, each span tagged with
-its type: patterns for written forms, patterns for spoken forms (`spoken`), and
-a named-entity pipeline (`ner`, an optional extra) for names and places nobody
-listed. It is deliberately greedy: a redacted ordinary word costs less than a
-leaked address.
+A pseudonym is an HMAC of the participant id with a secret salt kept on the device (or given
+by the researcher): the same in every export made with that salt, and nobody without the salt
+can reverse it by trying ids. Redaction unites the recognizers of the registry
+(`recognizers`: written and spoken forms, names from their context) and, an optional extra,
+a named-entity pipeline (`ner`) with gazetteers. It is deliberately greedy: a redacted
+ordinary word costs less than a leaked address.
 """
 
 from __future__ import annotations
@@ -16,10 +14,9 @@ import hashlib
 import hmac
 import re
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from companion.errors import ConfigError
 from companion.files import open_private, private_dir, read_input
@@ -29,12 +26,11 @@ from companion.research.gazetteer import Gazetteer, load_gazetteer
 from companion.research.landmarks import with_places
 from companion.research.ner import Pipeline, Span, tag
 from companion.research.propagate import propagate
-from companion.research.recognizers import GAZETTEER, NAME_RULES, TEXT, Text
-from companion.research.words import ordinary
+from companion.research.recognizers import GAZETTEER, TEXT, Recognizer, Text, introduced
+from companion.research.words import TOKEN, ordinary
 
 SALT_NAME = "export_salt"
 
-# When spans overlap, the merged span keeps the most specific tag.
 _PRIORITY = ["EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG"]
 
 
@@ -47,7 +43,7 @@ class Redactor:
     names: tuple[str, ...] = ()
     ner: Pipeline | None = None
     gazetteer: Gazetteer | None = None  # used with `ner` (both are the deidentify extra)
-    # Names the participant gave ("my surname is pennick"), redacted from then on everywhere.
+    # Names the participant gave as theirs ("my surname is pennick"), redacted from then on.
     learned: set[str] = field(default_factory=set, compare=False)
     # Short forms of the first names ("zel", "zellie" for Zelda), none an ordinary word.
     short: tuple[str, ...] = ()
@@ -60,39 +56,28 @@ class Redactor:
     def method(self) -> str:
         return f"patterns+ner ({self.ner.name})+gazetteers+wordfreq" if self.ner else "patterns"
 
-    def spans(self, text: str, lower_rules: bool = True) -> list[Span]:
-        """The spans of the "text" recognizers (and, with `lower_rules`, the "plain" ones:
-        text without capitals read without the gazetteer)."""
-        return self._run(Text(text, self.nameish, names=self.own()), lower_rules)
-
     def own(self) -> tuple[str, ...]:
-        return (*self.names, *sorted(self.learned), *self.short)
-
-    def _run(self, t: Text, lower_rules: bool) -> list[Span]:
-        for r in TEXT:
-            if r.name not in self.off and r.applies(t) and (lower_rules or r.stage == "text"):
-                t.found += r.spans(t)
-        return t.found
+        return (*self.names, *sorted(self.learned, key=len, reverse=True), *self.short)
 
     def learn(self, texts: list[str]) -> None:
-        """Remember the participant's own names in `texts`: the names they give ("my surname
-        is pennick") and the word after a name they are known by ("zelda pennick"), so
-        a surname said once is redacted in every later text too."""
-        own = "|".join(re.escape(n) for n in self.names if " " not in n)
-        after = re.compile(rf"\b(?i:{own})\s+([A-Za-z][\w'-]+)") if own else None
+        """Remember the participant's own names in `texts`, to redact them in every text:
+        the names they give (`recognizers.introduced`), the word after a name they were
+        given ("ann lee") and, typed, a capitalised name after any of theirs ("Ann Marie
+        Lee")."""
         for text in texts:
-            lower = not any(c.isupper() for c in text)
-            words = [w for m in intros.OWN_NAME.finditer(text)
-                     for w in (m.group(1) or m.group(2)).split()]  # fmt: skip
-            words += [m.group(1) for m in intros.NICKNAME.finditer(text)]
-            if after:
-                words += [m.group(1) for m in after.finditer(text)
-                          if lower or m.group(1)[0].isupper()]  # fmt: skip
-            for word in words:
-                base = word.lower().removesuffix("'s")
-                if len(base) > 2 and base not in intros.GLUE_WORDS and self.nameish(base):
-                    self.learned.add(base)
-            self.learned.update(_or_names(text, self.nameish))
+            self._learn(text[s.start : s.end] for s in introduced(Text(text, self.nameish)))
+        self._learn(m.group(1) for m in _after(self.names, texts))
+        size = -1
+        while size != len(self.learned):
+            size = len(self.learned)
+            self._learn(m.group(1) for m in _after(self.own(), texts) if not m.string.islower())
+
+    def _learn(self, words: Iterable[str]) -> None:
+        for word in words:
+            word = word.lower().removesuffix("'s")
+            for part in {word, *word.split("-")}:
+                if len(part) > 2 and part not in intros.GLUE_WORDS and self.nameish(part):
+                    self.learned.add(part)
 
     def nameish(self, word: str) -> bool:
         """A lower-case word that may be a name: no ordinary word (by the gazetteer when
@@ -102,6 +87,12 @@ class Redactor:
         gaz = self.gazetteer
         return gaz is None or not gaz.is_ordinary(word) or word in gaz.people
 
+    def _run(self, t: Text, rules: Iterable[Recognizer]) -> list[Span]:
+        for r in rules:
+            if r.name not in self.off and r.applies(t):
+                t.found += r.spans(t)
+        return t.found
+
     def spans_many(self, texts: list[str], use_ner: bool = True) -> list[list[Span]]:
         """Every span to redact in each text (the NER pipeline runs over all in batches).
         With the pipeline, the gazetteer adds names and places, and text without capitals
@@ -109,18 +100,15 @@ class Redactor:
         gaz = self.gazetteer
         self.learn(texts)
         if not use_ner or self.ner is None or gaz is None:
-            return [self.spans(text) for text in texts]
+            return [self._run(Text(text, self.nameish, names=self.own()), TEXT) for text in texts]
         found, views, freq = [], [], unknown.load_frequencies()
+        common = ordinary().__contains__
         for text in texts:
             t = Text(text, self.nameish, gaz, freq, self.own())
-            self._run(t, lower_rules=False)
+            self._run(t, (r for r in TEXT if r.stage == "text"))
             if t.lower:
-                t.view, t.cased = truecase(text, gaz, _common)
-                cased = Text(t.view)
-                t.found += [s for r in NAME_RULES if r.name not in self.off for s in r.spans(cased)]
-            for r in GAZETTEER:
-                if r.name not in self.off and r.applies(t):
-                    t.found += r.spans(t)
+                t.view, t.cased = truecase(text, gaz, common)
+            self._run(t, GAZETTEER)
             views.append(unknown.name_candidates(t.view, gaz, freq) if t.lower else text)
             found.append(t.found)
         entities = self.ner.spans(views) if "ner" not in self.off else [[] for _ in texts]
@@ -128,7 +116,7 @@ class Redactor:
             if view is not text:  # no capitals: a guess on words left lower case is weak
                 ents = [e for e in ents if not _all_ordinary(view, e, gaz)]
             spans += ents
-        out = [self._keep(with_places(text, widen(text, spans, gaz, _common), gaz))
+        out = [self._keep(with_places(text, widen(text, spans, gaz, common), gaz))
                for text, spans in zip(texts, found, strict=True)]  # fmt: skip
         if "spelled_name" not in self.off:
             out = [s + tag("spelled_name", unknown.spelled(t, s)) if t.islower() else s
@@ -146,40 +134,36 @@ class Redactor:
         return apply_spans(text, self.spans_many([text], use_ner)[0])
 
 
+def _after(names: Iterable[str], texts: list[str]) -> Iterator[re.Match[str]]:
+    """The word after each of `names` in `texts` (capitalised where the text has capitals)."""
+    if not (names := list(names)):
+        return iter(())
+    after = re.compile(rf"\b(?i:{'|'.join(map(re.escape, names))})\s+({TOKEN.pattern})")
+    return (m for text in texts for m in after.finditer(text)
+            if text.islower() or m.group(1)[0].isupper())  # fmt: skip
+
+
 def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
     """Every word of the span in lower case in the truecased copy and an ordinary word."""
     words = view[span.start : span.end].split()
     return all(w.islower() and gaz.is_ordinary(w.strip("'-")) for w in words)
 
 
-def _common(word: str) -> bool:
-    return word in ordinary()
-
-
-def _or_names(text: str, nameish: Callable[[str], bool]) -> set[str]:
-    """The second of two names one is called by ("calls me bel or belle"): a name because
-    the first is, though it may be an English word too."""
-    return {m.group(2).lower() for m in intros.NICKNAME.finditer(text)
-            if m.group(2) and nameish(m.group(1).lower()) and len(m.group(2)) > 2
-            and m.group(2).lower() not in context.STOP | intros.GLUE_WORDS}  # fmt: skip
-
-
 def apply_spans(text: str, spans: list[Span]) -> str:
-    """Replace the union of `spans` with their tags, overlapping spans merged into one."""
-    merged: list[list[Any]] = []
-    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
-        if merged and span.start < merged[-1][1]:
-            last = merged[-1]
-            last[1] = max(last[1], span.end)
-            last[2] = min(last[2], _PRIORITY.index(span.label))
+    """Replace the union of `spans` with their tags, overlapping spans merged into one that
+    keeps the most specific tag."""
+    merged: list[tuple[int, int, str]] = []
+    for s in sorted(spans, key=lambda s: (s.start, -s.end)):
+        if merged and s.start < merged[-1][1]:
+            start, end, label = merged[-1]
+            merged[-1] = (start, max(end, s.end), min(label, s.label, key=_PRIORITY.index))
         else:
-            merged.append([span.start, span.end, _PRIORITY.index(span.label)])
+            merged.append((s.start, s.end, s.label))
     out, pos = [], 0
-    for start, end, rank in merged:
-        out += [text[pos:start], f"[{_PRIORITY[rank]}]"]
+    for start, end, label in merged:
+        out += [text[pos:start], f"[{label}]"]
         pos = end
-    out.append(text[pos:])
-    return "".join(out)
+    return "".join(out) + text[pos:]
 
 
 def redactor_for(
@@ -187,31 +171,20 @@ def redactor_for(
 ) -> Redactor:
     """Names to redact: each full name and its parts (so 'Ann Lee' also hides 'Ann'), and
     the short forms of its first name; `off`: recognizers switched off."""
-    names = list(names)
-    out: set[str] = set()
-    for name in names:
-        if not name or not name.strip():
-            continue
-        out.add(name.strip())
-        out.update(part for part in re.split(r"\s+", name.strip()) if len(part) >= 2)
+    given = [name.strip() for name in names if name and name.strip()]
+    parts = {part for name in given for part in name.split() if len(part) >= 2}
     gazetteer = load_gazetteer() if ner is not None else None  # fails before anything is written
-    if ner is not None:
-        unknown.load_frequencies()
-    short = {nick for name in names if name and name.strip()
-             for nick in intros.nicknames(name.split()[0])}  # fmt: skip
+    freq = unknown.load_frequencies() if ner is not None else {}
     # A short form that is a common word ("pat", "sue", "robe") or another known part stays;
-    # a bare three-letter stem only when it is rare ("zel").
-    short -= ordinary() | context.STOP | {n.lower() for n in out}
+    # an English word only when hardly ever written (Zipf < 3), or a three-letter beginning.
+    short = {nick for name in given for nick in intros.nicknames(name.split()[0])}
+    short -= ordinary() | context.STOP | {n.lower() for n in {*given, *parts}}
     if gazetteer is not None:
-        short = {w for w in short if len(w) == 3 or w not in gazetteer.ordinary}
-    ordered = tuple(sorted(out, key=len, reverse=True))
-    return Redactor(
-        ordered,
-        ner,
-        gazetteer,
-        short=tuple(sorted(short, key=len, reverse=True)),
-        off=frozenset(off),
-    )
+        short = {w for w in short if w not in gazetteer.ordinary or w not in freq
+                 or len(w) == 3 and any(n.lower().startswith(w) for n in given)}  # fmt: skip
+    own = tuple(sorted({*given, *parts}, key=len, reverse=True))
+    short_forms = tuple(sorted(short, key=len, reverse=True))
+    return Redactor(own, ner, gazetteer, short=short_forms, off=frozenset(off))
 
 
 def load_names_file(path: Path) -> list[str]:

@@ -1,13 +1,10 @@
 """Who a participant is across devices: study-wide pseudonyms and merge's identity checks.
 
-One study salt, installed on every device at provisioning (HOME/export_salt), makes the
-same participant id the same pseudonym everywhere, so a participant who moves to a
-replacement device stays one person. The manifest carries a salt id (an HMAC of a fixed
-label, never the salt) and, per participant, a salted fingerprint of the name, so merge
-can tell two people apart without the name leaving the device: two devices that claim
-one participant with different names or timezones are refused unless the researcher
-says they are the same person; the default id and a device without the study salt are
-warned about.
+One study salt on every device (HOME/export_salt) makes a participant id the same pseudonym
+everywhere. The manifest carries a salt id (an HMAC of a fixed label, never the salt) and a
+salted fingerprint of each name, so merge refuses two devices that claim one participant with
+different names or timezones (unless told they are the same person) and warns about the
+default id and a device without the study salt.
 """
 
 from __future__ import annotations
@@ -38,12 +35,15 @@ def salt_id(salt: bytes) -> str:
     return hmac.new(salt, _SALT_LABEL, hashlib.sha256).hexdigest()[:16]
 
 
+def _folded(name: str | None) -> str | None:
+    return " ".join(name.casefold().split()) if name and name.strip() else None
+
+
 def name_check(name: str | None, salt: bytes) -> str | None:
     """A salted fingerprint of a name (case and spacing ignored), for comparing only."""
-    if not name or not name.strip():
+    if (folded := _folded(name)) is None:
         return None
-    folded = " ".join(name.casefold().split()).encode()
-    return hmac.new(salt, b"name:" + folded, hashlib.sha256).hexdigest()[:16]
+    return hmac.new(salt, b"name:" + folded.encode(), hashlib.sha256).hexdigest()[:16]
 
 
 def manifest_identities(
@@ -51,10 +51,8 @@ def manifest_identities(
 ) -> dict[str, dict[str, Any]]:
     """Manifest entry of a de-identified export: per pseudonym, the name's fingerprint and
     whether the raw id is the default one. `alias` maps a raw id to its pseudonym."""
-    return {
-        alias(pid): {"name_check": name_check(name, salt), "default_id": pid == DEFAULT_ID}
-        for pid, name in people
-    }
+    return {alias(pid): {"name_check": name_check(name, salt), "default_id": pid == DEFAULT_ID}
+            for pid, name in people}  # fmt: skip
 
 
 def check(
@@ -68,17 +66,13 @@ def check(
     merge (for a participant named in `same_person`, the first-merged name and timezone,
     so the devices join as one person) and warnings."""
     study.ensure_identities(db)
-    device = manifest["device_id"]
-    deidentified = manifest["options"]["deidentified"]
-    warnings: list[str] = []
-    if deidentified:
-        warnings += _check_salt(db, manifest, source)
-    identities = manifest.get("identities", {})
+    device, deidentified = manifest["device_id"], manifest["options"]["deidentified"]
+    warnings = _check_salt(db, manifest, source) if deidentified else []
     out = []
     for row in rows:
         pid = row["id"]
-        known = identities.get(pid, {})
-        check_value = known.get("name_check") if deidentified else _plain(row.get("name"))
+        known = manifest.get("identities", {}).get(pid, {})
+        name = known.get("name_check") if deidentified else _folded(row.get("name"))
         if known.get("default_id") if deidentified else pid == DEFAULT_ID:
             warnings.append(
                 f"{source}: participant {pid} is the default id {DEFAULT_ID}; was this device "
@@ -86,17 +80,10 @@ def check(
             )
         found = study.identity(db, pid)
         if found is None:
-            study.add_identity(db, pid, check_value, row.get("timezone"), device)
-            out.append(row)
-            continue
-        differs = [
-            what
-            for what, old, new in (
-                ("name", found[0], check_value),
-                ("timezone", found[1], row.get("timezone")),
-            )  # fmt: skip
-            if old and new and old != new
-        ]
+            study.add_identity(db, pid, name, row.get("timezone"), device)
+            found = (None, None, device)
+        pairs = {"name": (found[0], name), "timezone": (found[1], row.get("timezone"))}
+        differs = [what for what, (old, new) in pairs.items() if old and new and old != new]
         if differs and pid not in same_person:
             raise IdentityError(
                 f"{source}: participant {pid} on device {device} has a different "
@@ -105,28 +92,22 @@ def check(
             )
         if differs:
             log.info("participant %s: device %s joined as the same person", pid, device)
-            merged = queries.participant(db, pid)
-            if merged:
-                row = {**row, **{k: v for k, v in merged.items() if k in row}}
+            merged = queries.participant(db, pid) or {}
+            row = {**row, **{k: v for k, v in merged.items() if k in row}}
         out.append(row)
     return out, warnings
-
-
-def _plain(name: str | None) -> str | None:
-    return " ".join(name.casefold().split()) if name and name.strip() else None
 
 
 def _check_salt(db: sqlite_utils.Database, manifest: dict[str, Any], source: Any) -> list[str]:
     """A warning when the export's salt is not the study's: its pseudonyms link to nothing
     already merged (a device that was not given the study salt at provisioning)."""
-    sid = manifest.get("salt_id")
-    held = study.meta(db, "salt_id")
+    sid, held = manifest.get("salt_id"), study.meta(db, "salt_id")
     if held is None and sid:
         study.set_meta(db, "salt_id", sid)
-    elif held is not None and sid and held != sid:
-        return [
-            f"{source}: exported with a different salt than the first export merged, so its "
-            "pseudonyms cannot link to other devices' participants; install one study salt on "
-            "every device (deploy/provision.sh --study-salt FILE) before the study starts"
-        ]
-    return []
+    if held is None or not sid or held == sid:
+        return []
+    return [
+        f"{source}: exported with a different salt than the first export merged, so its "
+        "pseudonyms cannot link to other devices' participants; install one study salt on "
+        "every device (deploy/provision.sh --study-salt FILE) before the study starts"
+    ]

