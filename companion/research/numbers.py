@@ -1,7 +1,6 @@
 """Numbers, dates and addresses that identify, typed or said: one grammar of number words
-(digits, "double", "oh", teens, tens, hundreds, letters said as letters, "dash", "slash",
-"dot", "point") for account, card, phone, IBAN and IP numbers and references; dates; phone
-extensions; e-mail addresses; URLs and domains typed or spelled out; pinned weekdays."""
+(digits, "double", "oh", teens, tens, letters said as letters, "dash", "dot") for accounts,
+cards, phones, IBANs, IPs and references; dates; e-mail addresses; URLs; pinned weekdays."""
 
 from __future__ import annotations
 
@@ -12,8 +11,7 @@ from companion.research import ner  # its Span (ner reads spoken, which reads th
 from companion.research.words import THRESHOLDS, alternation, word_set
 
 
-def alt(*names: str) -> str:
-    """The named lists' words as one group."""
+def alt(*names: str) -> str:  # the named lists' words as one group
     return f"(?:{alternation(*names)})"
 
 
@@ -25,7 +23,7 @@ _RUN = re.compile(rf"(?<![\w'])(?:{_TOKEN}[\s,-]*)+", re.IGNORECASE)
 _PIECE = re.compile(_TOKEN, re.IGNORECASE)
 _DIGITS = {**dict.fromkeys(word_set("number_teens", "number_tens"), 2), "hundred": 2,
            "thousand": 3, "double": 1, "triple": 2}  # fmt: skip
-_STOP = word_set("context_stop")  # what a run of letters must not start with
+_STOP, _LEAST = word_set("context_stop"), THRESHOLDS["phone_digits"]
 _EDGE, _BIG = word_set("number_separators") | {"and", "then", "a", "i"}, ("hundred", "thousand")
 
 
@@ -33,45 +31,36 @@ def said_numbers(text: str) -> list[ner.Span]:
     """Runs of number words long enough to identify: six digits or more ("double" and "oh"
     counted, "forty seven" two), four in four number words, or letters and digits together;
     "and" joins only a hundred to its rest ("two hundred and one"), "plus" only leads."""
-    found = []
+    found, segs = [], []  # type: tuple[list[ner.Span], list[list[tuple[str, int, int]]]]
     for run in _RUN.finditer(text):
-        seg: list[re.Match[str]] = []
-        for p in [*_PIECE.finditer(run.group(0)), None]:
-            w = p.group(0).lower() if p else ""
-            after = seg[-1].group(0).lower() if seg else ""
-            if p is None or w == "plus" and seg or w == "and" and after not in _BIG:
-                found += _number(run, seg)
-                seg = []
+        segs.append([])
+        for p in _PIECE.finditer(text, *run.span()):
+            w = p.group(0).lower()
+            if w == "plus" and segs[-1] or w == "and" and (segs[-1] or [("", 0, 0)])[-1][0] not in _BIG:
+                segs.append([])
             else:
-                seg.append(p)
+                segs[-1].append((w, *p.span()))
+    for seg in segs:
+        while seg and seg[0][0] in _EDGE:
+            seg = seg[1:]
+        while seg and seg[-1][0] in _EDGE | {"plus"}:
+            seg = seg[:-1]
+        digits = letters = words = 0
+        for i, (w, _, _) in enumerate(seg):
+            if re.fullmatch(_WORD, w):  # a unit after a ten adds no digit ("forty seven")
+                words += w not in _BIG
+                ten = i and re.fullmatch(TENS, seg[i - 1][0]) and re.fullmatch(UNIT, w)
+                digits += 0 if ten else _DIGITS.get(w, 1)
+            else:
+                digits += sum(map(str.isdigit, w))
+                letters += len(w) == 1 if w.isalpha() else not w.isdigit()
+        if (words or letters) and (digits >= 6 or digits >= 4 and words >= 4 or letters
+                                   and digits >= 2 and letters + digits >= 5):  # fmt: skip
+            a, b = seg[0][1], seg[-1][2]
+            if not SAID_DATE.fullmatch(text, a, b):  # a date said as numbers is a date
+                phone = seg[0][0] in ("oh", "zero", "plus") and not letters
+                found.append(ner.Span(a, b, "PHONE" if phone else "ID"))
     return found
-
-
-def _number(run: re.Match[str], seg: list[re.Match[str]]) -> list[ner.Span]:
-    while seg and seg[0].group(0).lower() in _EDGE:
-        seg = seg[1:]
-    while seg and seg[-1].group(0).lower() in _EDGE | {"plus"}:
-        seg = seg[:-1]
-    digits = letters = words = 0
-    last = ""
-    for w in (p.group(0).lower() for p in seg):
-        if re.fullmatch(_WORD, w):  # a unit after a ten adds no digit ("forty seven")
-            words += w not in _BIG
-            digits += 0 if re.fullmatch(TENS, last) and re.fullmatch(UNIT, w) else _DIGITS.get(w, 1)
-        elif any(c.isdigit() for c in w):
-            digits += sum(c.isdigit() for c in w)
-            letters += any(c.isalpha() for c in w)
-        else:
-            letters += len(w) == 1
-        last = w
-    if not words and not letters or not (digits >= 6 or digits >= 4 and words >= 4
-                                         or letters and digits >= 2 and letters + digits >= 5):
-        return []  # fmt: skip
-    a, b = run.start() + seg[0].start(), run.start() + seg[-1].end()
-    if SAID_DATE.fullmatch(run.string, a, b):  # a date said as numbers is a date
-        return []
-    kind = "PHONE" if seg[0].group(0).lower() in ("oh", "zero", "plus") and not letters else "ID"
-    return [ner.Span(a, b, kind)]
 
 
 _NUM = rf"(?:{TENS}(?:[\s-]{UNIT})?|{TEEN}|{DIGIT}|hundred)"
@@ -129,27 +118,30 @@ WEEKDAY = re.compile(  # "last Tuesday", "this Friday"; not "every Tuesday" or "
 
 
 PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
-    ("email", "EMAIL", EMAIL),
+    ("email", "EMAIL", EMAIL), ("year", "DATE", YEAR), ("said_date", "DATE", SAID_DATE),
     *zip(("date_slashed", "date_day_month", "date_month_day"), ("DATE",) * 3, DATES, strict=True),
-    *((n, "ID", p) for n, p in (("id", ID), ("grouped_id", GROUPED_ID), ("plate", PLATE))),
-    ("sort_code", "ID", SORT_CODE),
-    ("year", "DATE", YEAR),
-    ("said_date", "DATE", SAID_DATE),
-    ("extension", "PHONE", EXTENSION),
-    ("iban", "ID", IBAN),
-    ("ip_address", "ID", IP),
+    ("id", "ID", ID), ("grouped_id", "ID", GROUPED_ID), ("plate", "ID", PLATE),
+    ("sort_code", "ID", SORT_CODE), ("iban", "ID", IBAN), ("ip_address", "ID", IP),
+    ("extension", "PHONE", EXTENSION), ("weekday_pinned", "DATE", WEEKDAY),
     ("url", "ADDRESS", URL),  # a web address: no tag of its own yet
-    ("said_url", "ADDRESS", SAID_URL),
-    ("weekday_pinned", "DATE", WEEKDAY),
-]
+]  # fmt: skip
+
+
+def _spans(p: re.Pattern[str], label: str, text: str) -> list[ner.Span]:
+    return [ner.Span(*m.span(), label) for m in p.finditer(text)]
+
+
+def _phone(text: str) -> list[ner.Span]:  # enough digits, and no date
+    return [s for s in _spans(PHONE, "PHONE", text) if not DATES[0].fullmatch(text, s.start, s.end)
+            and sum(map(str.isdigit, text[s.start : s.end])) >= _LEAST]  # fmt: skip
+
+
 FINDERS: list[tuple[str, str, Callable[[str], list[ner.Span]], str]] = [
-    ("phone", "PHONE", lambda text: [ner.Span(*m.span(), "PHONE") for m in PHONE.finditer(text)
-     if sum(c.isdigit() for c in m.group(0)) >= THRESHOLDS["phone_digits"]
-     and not DATES[0].fullmatch(m.group(0))], "any"),
-    ("said_number", "ID", said_numbers, "any"),
+    ("phone", "PHONE", _phone, "any"), ("said_number", "ID", said_numbers, "any"),
+    ("said_url", "ADDRESS", lambda text: _spans(SAID_URL, "ADDRESS", text)
+     if re.search(r"(?i)\bdot\b", text) else [], "any"),  # a cheap test first: the pattern is slow
     # ids and groups as a recogniser writes them; e-mail addresses with their dots lost
-    ("upper_id", "ID", lambda text: [ner.Span(*m.span(), "ID") for p in (ID, GROUPED_ID)
-     for m in p.finditer(text.upper()) if m.group(0).split()[0].lower() not in _STOP], "lower"),
-    ("lost_dots", "EMAIL", lambda text: [ner.Span(*m.span(), "EMAIL")
-     for m in LOST_DOTS.finditer(text)], "lower"),
-]
+    ("upper_id", "ID", lambda text: [s for p in (ID, GROUPED_ID) for s in _spans(
+        p, "ID", text.upper()) if text[s.start : s.end].split()[0].lower() not in _STOP], "lower"),
+    ("lost_dots", "EMAIL", lambda text: _spans(LOST_DOTS, "EMAIL", text), "lower"),
+]  # fmt: skip

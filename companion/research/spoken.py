@@ -1,7 +1,5 @@
-"""Personal details as a recogniser writes them: spoken e-mail addresses and streets,
-spelled-out dates and ages (numbers read out are in `numbers`). Each pattern finds spans in
-the original text; `deidentify` merges them with the written-form patterns and NER spans.
-"""
+"""Personal details as a recogniser writes them: spoken e-mail addresses and streets, dates
+and ages said in words (numbers read out are in `numbers`)."""
 
 from __future__ import annotations
 
@@ -9,19 +7,17 @@ import re
 
 from companion.research.numbers import DIGIT, TEEN, TENS, UNIT, alt
 
-_UNIT_2 = r"(?:two|three|four|five|six|seven|eight|nine)"  # "I'm one" is rarely an age
 _NUMBER = rf"(?:{TENS}(?:[\s-]{UNIT})?|{TEEN}|{UNIT}|hundred)"
 _ORDINAL = rf"(?:{alt('ordinals')}|(?:twenty|thirty)[\s-]{alt('ordinal_units')})"
 _TENTHS = alt("tens_ordinals")  # "fortieth": not the tens with "ieth"
-_ORD_DIGITS = r"(?:\d{1,2}(?:st|nd|rd|th))"
+_NTH = rf"(?:{_ORDINAL}|\d{{1,2}}(?:st|nd|rd|th))"
 _MONTH = alt("months", "month_abbreviations_said")  # "the ninth of feb"
 # "nineteen eighty two", "two thousand and five", "twenty twenty three"
 _YEAR = (rf"(?:(?:nineteen|twenty)[\s-](?:{TENS}(?:[\s-]{UNIT})?|{TEEN}|hundred|oh[\s-]{UNIT})"
          rf"|two thousand(?:\s+and)?(?:\s+{_NUMBER})?)")  # fmt: skip
 
 _WORD = r"[a-z0-9][a-z0-9_-]*"
-# A local part said as several words ("z pennick forty at ..."): up to four words back
-# from "at", not the words that introduce it ("my email is", "it's").
+# A local part said as up to five words before "at", not those that introduce it ("it's").
 _LOCAL = rf"(?!{alt('email_intro')}\b){_WORD}"
 SPOKEN_EMAIL = re.compile(
     rf"(?<![\w']){_LOCAL}(?:\s+(?:dot|underscore|dash|hyphen|plus)\s+{_WORD}|\s+{_LOCAL}){{0,4}}"
@@ -37,8 +33,7 @@ SPOKEN_DATES = [re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:(?:in|of|since)\s+)?{_MONTH}\s+{_YEAR}\b",
     rf"\b{alt('year_cues')}\s+{_YEAR}\b",
 )]  # fmt: skip
-# What a number counts when it is no age ("turned three pages"); after "I was", "is" also
-# what a time, place or size follows ("I was ten minutes late").
+# What a number counts when no age ("turned three pages"); after "I was" a time or size too.
 _MEASURES = rf"(?:{alt('age_counted')}|corners?)"
 NOT_AN_AGE = rf"(?!\s+{alt('age_counted', 'age_units')}\b)"
 AGE = re.compile(
@@ -49,8 +44,8 @@ AGE = re.compile(
     rf"|(?:\d{{1,3}}(?:st|nd|rd|th)|{_ORDINAL}|{_TENTHS})\s+birthday)\b",
     re.IGNORECASE,
 )
-AGE_NUMBER = (rf"(?:{alt('age_hedges')}\s+)?(?:{TENS}(?:[\s-]{UNIT})?|{TEEN}|{_UNIT_2}|[1-9]\d?"
-              rf"|a hundred(?:\s+and\s+{UNIT})?)")  # fmt: skip
+AGE_NUMBER = (rf"(?:{alt('age_hedges')}\s+)?(?:{TENS}(?:[\s-]{UNIT})?|{TEEN}|(?!one){UNIT}|[1-9]\d?"
+              rf"|a hundred(?:\s+and\s+{UNIT})?)")  # fmt: skip ("I'm one" is rarely an age)
 # "I was sixty three when...", "I'll be eighty next spring": an age said without "years old".
 SAID_AGE = re.compile(
     rf"\b(?:(?:i|he|she|they|we|you)\s*{alt('age_verbs')}|{alt('age_said_subjects')})\s+"
@@ -62,8 +57,7 @@ APPOSED_AGE = re.compile(
     rf"\b[A-Z][\w'-]+\s*(?:,|\s[—–-])\s+((?i:{AGE_NUMBER})|1[01]\d),(?=\s)"
 )  # "Mabel — eighty-one, a widow"
 
-# "forty one rowan close", "on chestnut avenue": a street said, with or without its
-# number; the words between are not function words ("five miles up the hill" stays).
+# "forty one rowan close": a street said, its words no function words ("five miles up").
 _STREET = alt("street_kinds", "street_kinds_said_only")
 _NAME_WORD = rf"(?!{alt('street_function_words')}\b)[a-z][\w'-]*"
 SPOKEN_ADDRESS = re.compile(
@@ -74,8 +68,7 @@ SPOKEN_ADDRESS = re.compile(
 )
 _LIVED_ON = re.compile(rf"\b{alt('lived_verbs')}\s+(?:on|in|at|off|to)\s+"
                        rf"((?:{_NAME_WORD}\s+){{1,3}}{_STREET})\b", re.IGNORECASE)  # fmt: skip
-# "the house on marigold lane": a named street after a preposition (not "down the lane", and
-# not the words that are more often no street: "way", "place", "hill", "view").
+# "the house on marigold lane": a named street after a preposition (not "down the lane").
 _ON_STREET = re.compile(rf"\b{alt('street_cues')}\s+((?:{_NAME_WORD}\s+){{1,2}}"
                         rf"{alt('streets_named')})\b", re.IGNORECASE)  # fmt: skip
 # A postcode read out: "m fourteen two a b", "l s six two q t".
@@ -85,8 +78,7 @@ SPOKEN_POSTCODE = re.compile(
     re.IGNORECASE,
 )
 
-# "is ninety one now", "would have been eighty one", "lived to 101", "for my 80th": ages
-# said with what marks them as ages rather than counts.
+# "is ninety one now", "lived to 101", "for my 80th": ages marked as ages, not counts.
 AGE_MARKED = re.compile(
     rf"\b(?i:(?:is|was|'s|will be|'ll be|turns|turning)\s+({AGE_NUMBER})\s+(?:"
     rf"{alt('age_marked_when')}|on (?:\w+day|the \w+)|in \w+|on {_MONTH}"
@@ -101,10 +93,8 @@ AGE_MARKED = re.compile(
     rf"(?!\s+(?:past|to|minutes|hundred|{alt('age_counted', 'age_units')})\b)"
     rf"|{alt('age_people')} of\s+({AGE_NUMBER}))\b"
 )
-# "the winter of sixty three", "christmas day nineteen ninety", "the third of the fifth":
-# dates said in ways the patterns above miss.
+# "the winter of sixty three", "christmas day nineteen ninety", "the third of the fifth".
 _SHORT = rf"(?:'?\d{{2}}|\d{{4}}|{_YEAR}|{TENS}(?:[\s-]{UNIT})?)"
-_NTH = rf"(?:{_ORDINAL}|{_ORD_DIGITS})"
 MORE_DATES = re.compile(
     rf"\b(?i:the\s+{alt('seasons')}\s+of\s+{_SHORT}"
     rf"|{alt('feasts_dated')}(?:\s+(?:day|eve|night))?\s+{_YEAR}"
@@ -116,15 +106,8 @@ MORE_DATES = re.compile(
     rf"|(?<=on\s)the\s+{_NTH}(?=\s+{alt('after_day')}\b|\s*$))\b"
     rf"(?!\s+(?i:floor|time|row|house|door))"
 )
-# "on boxing day", "Easter Monday", "st patrick's day": a day named by its feast pins a date
-# ("at christmas" alone does not).
-NAMED_DAY = re.compile(
-    r"\b(?:(?:christmas|boxing|new\s+year'?s|valentine'?s|st\.?\s+\w+'?s|saint\s+\w+'?s|"
-    r"mother'?s|father'?s|armistice|remembrance|pancake|shrove)\s+day|christmas\s+eve|"
-    r"new\s+year'?s\s+eve|easter\s+(?:saturday|sunday|monday)|good\s+friday|bonfire\s+night|"
-    r"burns\s+night|hogmanay)\b",
-    re.IGNORECASE,
-)
+# "Easter Monday", "st patrick's day": a day named by its feast ("at christmas" alone is not).
+NAMED_DAY = re.compile(rf"\b(?:{alt('named_days')}|(?:st\.?|saint)\s+\w+'?s\s+day)\b", re.I)
 ON_DAY = re.compile(  # "on 17.05"
     rf"\b(?i:{alt('day_cues')}|birthday(?:'s|\s+is|\s+was))\s+"
     r"((?:0?[1-9]|[12]\d|3[01])[./](?:0?[1-9]|1[0-2])|(?:0?[1-9]|1[0-2])[./](?:[12]\d|3[01]))"
@@ -138,15 +121,13 @@ WEEKDAY_DATE = re.compile(
     rf"|\b{_MONTH}\.?\s+['’]\d\d\b",  # "March '98"
     re.IGNORECASE,
 )
-# "due in april", "since last august", "the wedding in may": a month said alone after a word
-# that makes it a time (not "may i", "march on"); a month narrows a birth or an event.
+# "due in april", "since last august": a month after a word that makes it a time ("may i").
 MONTH_ALONE = re.compile(
     rf"\b{alt('month_cues')}\s+(?:(?:early|late|mid)[\s-]+)?({_MONTH})\b(?!')"
     r"(?!(?<=may)\s+(?:i|we|you|he|she|they|it|be|have|not)\b)",  # "may i", not "in march we"
     re.IGNORECASE,
 )
-# "the booking reference is x q seven nine two": what follows a reference's name, letters
-# and numbers read out (three or more, one a number at least), or one token of both.
+# "the reference is x q seven nine two": three or more letters and numbers, or one token of both.
 _CODE_TOKEN = rf"(?:[a-z]|[a-z]*\d[a-z\d]*|{DIGIT}|{TEEN}|{TENS}|dash|slash)"
 CODE = re.compile(
     rf"\b{alt('code_cues')}(?:\s+(?:number|no|code|mark))?(?:\s+(?:is|was|'s)|,)\s+"
@@ -155,11 +136,9 @@ CODE = re.compile(
     r"|(?=[a-z\d]*\d)(?=[a-z\d]*[a-z])[a-z\d]{5,})\b",
     re.IGNORECASE,
 )
-# "who's eighty-one and keeps bees", "mabel is seventy one and still swims": a person
-# (named, or "who") is a bare number and then goes on with the sentence.
+# "who's eighty-one and keeps bees": someone is a bare number and the sentence goes on.
 _AGE_END = rf"(?=\s*(?:[,.;:!?]|$)|\s+{alt('age_end')}\b)"
-# "Ieva is nine and wants to be a vet": a number someone is, and then what they do (never
-# "it is nine and we were late").
+# "she is nine and wants to be a vet" (never "it is nine and we were late").
 AGE_AND = re.compile(
     r"\b(?<!\bit )(?<!\bthat )(?<!\bthis )(?<!\bthere )(?<!\bwhich )(?<!\btime )(?<!\bscore )"
     rf"(?:is|was|'s)\s+((?i:{AGE_NUMBER}))\s+and\s+{alt('age_and_next')}\b",
@@ -176,24 +155,16 @@ NAME_IS_AGE = re.compile(
 )
 
 PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
-    ("spoken_address", "ADDRESS", SPOKEN_ADDRESS),
-    ("spoken_postcode", "ADDRESS", SPOKEN_POSTCODE),
+    ("spoken_address", "ADDRESS", SPOKEN_ADDRESS), ("spoken_postcode", "ADDRESS", SPOKEN_POSTCODE),
     *((f"spoken_date_{i}", "DATE", p) for i, p in enumerate(SPOKEN_DATES)),
-    ("spoken_age", "AGE", AGE),
-    ("more_dates", "DATE", MORE_DATES),
-    ("weekday_date", "DATE", WEEKDAY_DATE),
-    ("named_day", "DATE", NAMED_DAY),
-]
-GROUPED: list[tuple[str, str, re.Pattern[str]]] = [
+    ("spoken_age", "AGE", AGE), ("more_dates", "DATE", MORE_DATES),
+    ("weekday_date", "DATE", WEEKDAY_DATE), ("named_day", "DATE", NAMED_DAY),
+]  # fmt: skip
+GROUPED: list[tuple[str, str, re.Pattern[str]]] = [  # the group is the span
     # every start tried (a lookahead): "reach k at k dot lee at gmail dot com" has two
     ("spoken_email", "EMAIL", re.compile(rf"(?=({SPOKEN_EMAIL.pattern}))", re.IGNORECASE)),
-    ("said_age", "AGE", SAID_AGE),
-    ("lived_on", "ADDRESS", _LIVED_ON),
-    ("on_street", "ADDRESS", _ON_STREET),
-    ("on_day", "DATE", ON_DAY),
-    ("month_alone", "DATE", MONTH_ALONE),
-    ("spoken_code", "ID", CODE),
-    ("who_age", "AGE", WHO_AGE),
-    ("apposed_age", "AGE", APPOSED_AGE),
-    ("age_and", "AGE", AGE_AND),
-]  # the group is the span
+    ("said_age", "AGE", SAID_AGE), ("lived_on", "ADDRESS", _LIVED_ON),
+    ("on_street", "ADDRESS", _ON_STREET), ("on_day", "DATE", ON_DAY),
+    ("month_alone", "DATE", MONTH_ALONE), ("spoken_code", "ID", CODE), ("who_age", "AGE", WHO_AGE),
+    ("apposed_age", "AGE", APPOSED_AGE), ("age_and", "AGE", AGE_AND),
+]  # fmt: skip

@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "69a8796cef75f3f57096b4fb99dfc59f1eb2b996692084c192644a695676c8d2"
+SHA256 = "8293e19e74fa98f700a7b67e9e2f1483f01cfba9722e7b53481d700d51c2d488"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
