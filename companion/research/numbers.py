@@ -35,8 +35,8 @@ def said_numbers(text: str) -> list[ner.Span]:
     for run in _RUN.finditer(text):
         segs.append([])
         for p in _PIECE.finditer(text, *run.span()):
-            w = p.group(0).lower()
-            if w == "plus" and segs[-1] or w == "and" and (segs[-1] or [("", 0, 0)])[-1][0] not in _BIG:
+            w, prev = p.group(0).lower(), segs[-1][-1][0] if segs[-1] else ""
+            if w == "plus" and segs[-1] or w == "and" and prev not in _BIG:
                 segs.append([])
             else:
                 segs[-1].append((w, *p.span()))
