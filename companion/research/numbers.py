@@ -24,7 +24,11 @@ _PIECE = re.compile(_TOKEN, re.IGNORECASE)
 _DIGITS = {**dict.fromkeys(word_set("number_teens", "number_tens"), 2), "hundred": 2,
            "thousand": 3, "double": 1, "triple": 2}  # fmt: skip
 _STOP, _LEAST = word_set("context_stop"), THRESHOLDS["phone_digits"]
-_EDGE, _BIG = word_set("number_separators") | {"and", "then", "a", "i"}, ("hundred", "thousand")
+_EDGE, _BIG = word_set("number_separators") | {"and", "then", "plus"}, ("hundred", "thousand")
+
+
+def _word(w: str, by: list[tuple[str, int, int]]) -> bool:
+    return w in ("a", "i") and not (by and len(by[0][0]) == 1 and by[0][0].isalpha())
 
 
 def said_numbers(text: str) -> list[ner.Span]:
@@ -41,9 +45,10 @@ def said_numbers(text: str) -> list[ner.Span]:
             else:
                 segs[-1].append((w, *p.span()))
     for seg in segs:
-        while seg and seg[0][0] in _EDGE:
+        # "a" and "i" are words, not letters, at its ends unless by a letter ("a b forty two")
+        while seg and (seg[0][0] in _EDGE - {"plus"} or _word(seg[0][0], seg[1:2])):
             seg = seg[1:]
-        while seg and seg[-1][0] in _EDGE | {"plus"}:
+        while seg and (seg[-1][0] in _EDGE or _word(seg[-1][0], seg[-2:-1])):
             seg = seg[:-1]
         digits = letters = words = 0
         for i, (w, _, _) in enumerate(seg):
@@ -58,8 +63,10 @@ def said_numbers(text: str) -> list[ner.Span]:
                                    and digits >= 2 and letters + digits >= 5):  # fmt: skip
             a, b = seg[0][1], seg[-1][2]
             if not SAID_DATE.fullmatch(text, a, b):  # a date said as numbers is a date
-                phone = seg[0][0] in ("oh", "zero", "plus") and not letters
-                found.append(ner.Span(a, b, "PHONE" if phone else "ID"))
+                kind = "ID" if letters else "PHONE" if seg[0][0] in ("oh", "zero", "plus") else "ID"
+                if len(seg) > 2 and all(len(w) == 1 for w, _, _ in (seg[0], *seg[-2:])):
+                    kind = "ADDRESS"  # a postcode read out: "l s six two q t"
+                found.append(ner.Span(a, b, kind))
     return found
 
 
@@ -100,9 +107,7 @@ _SAID_END = rf"(?:{_END}|[a-z]\s[a-z])\b"
 SAID_URL = re.compile(
     r"\b(?:h\s+t\s+t\s+p\s*s?\s+colon\s+(?:(?:forward\s+)?slash\s+){2})?(?:w\s+w\s+w\s+dot\s+)?"
     rf"{_LABEL}(?:\s+(?:(?:dot|dash|hyphen)\s+)?{_LABEL}){{0,3}}\s+dot\s+{_SAID_END}"
-    rf"(?:\s+dot\s+{_SAID_END})?(?:\s+slash(?:\s+{_LABEL}){{1,3}}(?:\s+dot\s+[a-z]+)?)*",
-    re.IGNORECASE,
-)
+    rf"(?:\s+dot\s+{_SAID_END})?(?:\s+slash(?:\s+{_LABEL}){{1,3}}(?:\s+dot\s+[a-z]+)?)*", re.I)
 _MONTHS, _ORD = alt("months", "month_abbreviations"), r"\d{1,2}(?:st|nd|rd|th)?"
 DATES = [
     re.compile(r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b|\b(?:19|20)\d\d-[01]?\d-[0-3]?\d\b"),
