@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from companion.research import ner  # its Span (ner reads spoken, which reads this)
 from companion.research.words import THRESHOLDS, alternation, word_set
+
+Found = tuple[int, int, str]  # start, end, label (not ner's Span: `ner` reads `spoken`)
 
 
 def alt(*names: str) -> str:  # the named lists' words as one group
@@ -31,11 +32,11 @@ def _word(w: str, by: list[tuple[str, int, int]]) -> bool:
     return w in ("a", "i") and not (by and len(by[0][0]) == 1 and by[0][0].isalpha())
 
 
-def said_numbers(text: str) -> list[ner.Span]:
+def said_numbers(text: str) -> list[Found]:
     """Runs of number words long enough to identify: six digits or more ("double" and "oh"
     counted, "forty seven" two), four in four number words, or letters and digits together;
     "and" joins only a hundred to its rest ("two hundred and one"), "plus" only leads."""
-    found, segs = [], []  # type: tuple[list[ner.Span], list[list[tuple[str, int, int]]]]
+    found, segs = [], []  # type: tuple[list[Found], list[list[tuple[str, int, int]]]]
     for run in _RUN.finditer(text):
         segs.append([])
         for p in _PIECE.finditer(text, *run.span()):
@@ -59,14 +60,13 @@ def said_numbers(text: str) -> list[ner.Span]:
             else:
                 digits += sum(map(str.isdigit, w))
                 letters += len(w) == 1 if w.isalpha() else not w.isdigit()
-        if (words or letters) and (digits >= 6 or digits >= 4 and words >= 4 or letters
-                                   and digits >= 2 and letters + digits >= 5):  # fmt: skip
+        if words and (digits >= 6 or digits >= 4 and words >= 4 or letters
+                      and digits >= 2 and letters + digits >= 5):  # fmt: skip
             a, b = seg[0][1], seg[-1][2]
             if not SAID_DATE.fullmatch(text, a, b):  # a date said as numbers is a date
-                kind = "ID" if letters else "PHONE" if seg[0][0] in ("oh", "zero", "plus") else "ID"
-                if len(seg) > 2 and all(len(w) == 1 for w, _, _ in (seg[0], *seg[-2:])):
-                    kind = "ADDRESS"  # a postcode read out: "l s six two q t"
-                found.append(ner.Span(a, b, kind))
+                postcode = all(len(w) == 1 for w, _, _ in (seg[0], *seg[-2:]))  # "l s six two q t"
+                kind = "ADDRESS" if postcode else "ID" if letters or digits < 7 else "PHONE"
+                found.append((a, b, kind))
     return found
 
 
@@ -132,21 +132,21 @@ PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
 ]  # fmt: skip
 
 
-def _spans(p: re.Pattern[str], label: str, text: str) -> list[ner.Span]:
-    return [ner.Span(*m.span(), label) for m in p.finditer(text)]
+def _spans(p: re.Pattern[str], label: str, text: str) -> list[Found]:
+    return [(*m.span(), label) for m in p.finditer(text)]
 
 
-def _phone(text: str) -> list[ner.Span]:  # enough digits, and no date
-    return [s for s in _spans(PHONE, "PHONE", text) if not DATES[0].fullmatch(text, s.start, s.end)
-            and sum(map(str.isdigit, text[s.start : s.end])) >= _LEAST]  # fmt: skip
+def _phone(text: str) -> list[Found]:  # enough digits, and no date
+    return [(a, b, k) for a, b, k in _spans(PHONE, "PHONE", text) if not DATES[0].fullmatch(
+        text, a, b) and sum(map(str.isdigit, text[a:b])) >= _LEAST]  # fmt: skip
 
 
-FINDERS: list[tuple[str, str, Callable[[str], list[ner.Span]], str]] = [
+FINDERS: list[tuple[str, str, Callable[[str], list[Found]], str]] = [
     ("phone", "PHONE", _phone, "any"), ("said_number", "ID", said_numbers, "any"),
     ("said_url", "ADDRESS", lambda text: _spans(SAID_URL, "ADDRESS", text)
      if re.search(r"(?i)\bdot\b", text) else [], "any"),  # a cheap test first: the pattern is slow
     # ids and groups as a recogniser writes them; e-mail addresses with their dots lost
     ("upper_id", "ID", lambda text: [s for p in (ID, GROUPED_ID) for s in _spans(
-        p, "ID", text.upper()) if text[s.start : s.end].split()[0].lower() not in _STOP], "lower"),
+        p, "ID", text.upper()) if text[s[0] : s[1]].split()[0].lower() not in _STOP], "lower"),
     ("lost_dots", "EMAIL", lambda text: _spans(LOST_DOTS, "EMAIL", text), "lower"),
 ]  # fmt: skip

@@ -178,7 +178,8 @@ TEXT: tuple[Recognizer, ...] = (
     R("postcode", "ADDRESS", (POSTCODE,)),
     R("named_street", "ADDRESS", (NAMED_STREET,)),
     *(R(name, label, (p,)) for name, label, p in (*numbers.PATTERNS, *spoken.PATTERNS)),
-    *(R(n, e, find=lambda t, f=f: f(t.text), case=c) for n, e, f, c in numbers.FINDERS),
+    *(R(n, e, find=lambda t, f=f: [Span(*s) for s in f(t.text)], case=c)
+      for n, e, f, c in numbers.FINDERS),  # fmt: skip
     R("titled", "PERSON", (_TITLED,), stage="plain"),
     R("introduced", "PERSON", find=introduced),
     R("related", "PERSON", find=_cue_names(_RELATED), stage="plain"),

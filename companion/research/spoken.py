@@ -104,6 +104,9 @@ WEEKDAY_DATE = re.compile(
     rf"\b{_WEEKDAY},?\s+(?:the\s+)?(?:{_NTH}|(?:[12]\d|3[01]|0?[1-9])(?=\s+{_MONTH}))"
     r"\b(?!\s+(?:time|floor|row)\b)"
     rf"|\b{_MONTH}\.?\s+['’]\d\d\b", re.I)  # "March '98"
+# "her birthday is the twenty second", "born on christmas eve": a birthday's day.
+BIRTHDAY = re.compile(rf"\b(?:(?:birthday|anniversary|due date)(?:'s|\s+is|\s+was)|born\s+on)\s+"
+                      rf"(the\s+{_NTH}|{alt('birthday_feasts')}(?:\s+(?:day|eve))?)\b", re.I)
 # "due in april", "since last august": a month after a word that makes it a time ("may i").
 MONTH_ALONE = re.compile(
     rf"\b{alt('month_cues')}\s+(?:(?:early|late|mid)[\s-]+)?({_MONTH})\b(?!')"
@@ -140,6 +143,7 @@ GROUPED: list[tuple[str, str, re.Pattern[str]]] = [  # the group is the span
     ("spoken_email", "EMAIL", re.compile(rf"(?=({SPOKEN_EMAIL.pattern}))", re.IGNORECASE)),
     ("said_age", "AGE", SAID_AGE), ("lived_on", "ADDRESS", _LIVED_ON),
     ("on_street", "ADDRESS", _ON_STREET), ("on_day", "DATE", ON_DAY),
-    ("month_alone", "DATE", MONTH_ALONE), ("spoken_code", "ID", CODE), ("who_age", "AGE", WHO_AGE),
+    ("month_alone", "DATE", MONTH_ALONE), ("birthday_date", "DATE", BIRTHDAY),
+    ("spoken_code", "ID", CODE), ("who_age", "AGE", WHO_AGE),
     ("apposed_age", "AGE", APPOSED_AGE), ("age_and", "AGE", AGE_AND),
 ]  # fmt: skip
