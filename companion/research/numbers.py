@@ -25,7 +25,8 @@ _PIECE = re.compile(_TOKEN, re.IGNORECASE)
 _DIGITS = {**dict.fromkeys(word_set("number_teens", "number_tens"), 2), "hundred": 2,
            "thousand": 3, "double": 1, "triple": 2}  # fmt: skip
 _STOP, _LEAST = word_set("context_stop"), THRESHOLDS["phone_digits"]
-_EDGE, _BIG = word_set("number_separators") | {"and", "then", "plus"}, ("hundred", "thousand")
+_SEPS, _BIG = word_set("number_separators"), ("hundred", "thousand")
+_EDGE = _SEPS | {"and", "then", "plus"}
 
 
 def _word(w: str, by: list[tuple[str, int, int]]) -> bool:
@@ -33,9 +34,8 @@ def _word(w: str, by: list[tuple[str, int, int]]) -> bool:
 
 
 def said_numbers(text: str) -> list[Found]:
-    """Runs of number words long enough to identify: six digits or more ("double" and "oh"
-    counted, "forty seven" two), four in four number words, or letters and digits together;
-    "and" joins only a hundred to its rest ("two hundred and one"), "plus" only leads."""
+    """Runs of number words that identify: six digits or more ("forty seven" two), four in four
+    words, or letters and digits; "and" only after a hundred, "plus" only first."""
     found, segs = [], []  # type: tuple[list[Found], list[list[tuple[str, int, int]]]]
     for run in _RUN.finditer(text):
         segs.append([])
@@ -65,8 +65,8 @@ def said_numbers(text: str) -> list[Found]:
             a, b = seg[0][1], seg[-1][2]
             if not SAID_DATE.fullmatch(text, a, b):  # a date said as numbers is a date
                 postcode = all(len(w) == 1 for w, _, _ in (seg[0], *seg[-2:]))  # "l s six two q t"
-                kind = "ADDRESS" if postcode else "ID" if letters or digits < 7 else "PHONE"
-                found.append((a, b, kind))
+                phone = not letters and 7 <= digits <= 13 and not {w for w, _, _ in seg} & _SEPS
+                found.append((a, b, "ADDRESS" if postcode else "PHONE" if phone else "ID"))
     return found
 
 
@@ -80,8 +80,7 @@ SAID_DATE = re.compile(rf"(?<![\w'])(?:{_DAY}\s+{_MONTH}\s+(?:(?:nineteen|twenty
 EXTENSION = re.compile(  # "ext. 2041", "extension two oh four one"
     rf"\bext(?:ension|n)?\.?\s*(?:\d{{1,6}}|{_NUM}(?:\s+{_NUM}){{0,5}})\b", re.IGNORECASE
 )
-# Mixed letters and at least three digits: national insurance, NHS or account numbers,
-# written as one token or in groups ("PN 88213 774", "QQ 12 34 56 C", "WMT/PN/0088214").
+# Letters and three digits or more, one token or in groups: "QQ 12 34 56 C", "WMT/PN/0088214".
 ID = re.compile(r"\b(?=(?:[A-Z0-9/-]*\d){3})(?=[A-Z0-9/-]*[A-Z])[A-Z0-9/-]{5,}\b")
 GROUPED_ID = re.compile(  # "ISDS 341907", "UK 0 541783", a holding "36/411/0027"
     r"\b[A-Z]{1,3}(?:\s?\d{2,}){2,4}(?:\s?[A-Z\d])?\b|\b[A-Z]{2,5}(?:\s\d{1,2})?\s\d{5,}\b"
@@ -136,13 +135,10 @@ def _spans(p: re.Pattern[str], label: str, text: str) -> list[Found]:
     return [(*m.span(), label) for m in p.finditer(text)]
 
 
-def _phone(text: str) -> list[Found]:  # enough digits, and no date
-    return [(a, b, k) for a, b, k in _spans(PHONE, "PHONE", text) if not DATES[0].fullmatch(
-        text, a, b) and sum(map(str.isdigit, text[a:b])) >= _LEAST]  # fmt: skip
-
-
-FINDERS: list[tuple[str, str, Callable[[str], list[Found]], str]] = [
-    ("phone", "PHONE", _phone, "any"), ("said_number", "ID", said_numbers, "any"),
+FINDERS: list[tuple[str, str, Callable[[str], list[Found]], str]] = [  # phones: no dates
+    ("phone", "PHONE", lambda text: [(a, b, k) for a, b, k in _spans(PHONE, "PHONE", text)
+     if not DATES[0].fullmatch(text, a, b) and sum(map(str.isdigit, text[a:b])) >= _LEAST], "any"),
+    ("said_number", "ID", said_numbers, "any"),
     ("said_url", "ADDRESS", lambda text: _spans(SAID_URL, "ADDRESS", text)
      if re.search(r"(?i)\bdot\b", text) else [], "any"),  # a cheap test first: the pattern is slow
     # ids and groups as a recogniser writes them; e-mail addresses with their dots lost
