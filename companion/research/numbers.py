@@ -59,9 +59,9 @@ def said_numbers(text: str) -> list[Found]:
                 digits += 0 if ten else _DIGITS.get(w, 1)
             else:
                 digits += sum(map(str.isdigit, w))
-                letters += len(w) == 1 if w.isalpha() else not w.isdigit()
-        if words and (digits >= 6 or digits >= 4 and words >= 4 or letters
-                      and digits >= 2 and letters + digits >= 5):  # fmt: skip
+                letters += len(w) == 1 if w.isalpha() else not re.fullmatch(r"\d+(st|nd|rd|th)?", w)
+        if (words or letters) and (digits >= 6 or digits >= 4 and words >= 4 or letters
+                                   and digits >= 2 and letters + digits >= 5):  # fmt: skip
             a, b = seg[0][1], seg[-1][2]
             if not SAID_DATE.fullmatch(text, a, b):  # a date said as numbers is a date
                 postcode = all(len(w) == 1 for w, _, _ in (seg[0], *seg[-2:]))  # "l s six two q t"
