@@ -17,7 +17,7 @@ extras="[voice]"
 packages="espeak-ng alsa-utils libportaudio2 sox systemd"
 # libatomic1 (arm64 only): vosk's aarch64 library links it.
 [ "$(dpkg --print-architecture 2>/dev/null)" != arm64 ] || packages="$packages libatomic1"
-# chromium (--test only): the tests open the report in a headless browser.
+# chromium (--test only): the tests open the report and the review page in a headless browser.
 [ "${1:-}" = "--test" ] && packages="$packages chromium"
 # --test: the field rehearsal (deploy/rehearse.sh) builds and boots Debian devices.
 [ "${1:-}" = "--test" ] && packages="$packages debootstrap systemd-container openssh-client iproute2"

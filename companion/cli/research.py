@@ -42,8 +42,14 @@ from companion.cli.base import cli, db_file_option, home_option
     help="De-identify transcripts by patterns alone, without the NER pipeline.",
 )
 @click.option("--include-audio", is_flag=True, help="Copy recorded audio into the export.")
+@click.option("--review", "review", type=click.Path(file_okay=False),
+              help="Folder for the review of the redactions, never inside --out "
+                   "(default: OUT.review beside it; with --deidentify --include-transcripts).")
+@click.option("--apply-review", "apply_review", type=click.Path(dir_okay=False),
+              help="A filled-in review.csv: re-export applying its keep/redact decisions.")
 def export(home, out, fmt, participant, since, until, deidentify, salt_file, names_file,
-           include_transcripts, patterns_only, include_audio) -> None:  # fmt: skip
+           include_transcripts, patterns_only, include_audio, review,
+           apply_review) -> None:  # fmt: skip
     """Export the study data: one file per table, codebook and manifest with checksums."""
     from pathlib import Path
 
@@ -82,7 +88,8 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
         deidentify=deidentify, include_transcripts=include_transcripts,
         include_audio=include_audio, salt_file=Path(salt_file) if salt_file else None,
         extra_names=tuple(load_names_file(names_path)) if names_path.exists() else (),
-        patterns_only=patterns_only,
+        patterns_only=patterns_only, review=Path(review) if review else None,
+        apply_review=Path(apply_review) if apply_review else None,
     )  # fmt: skip
     if sys.stderr.isatty():
         with ReadOnly(resolved.db_path) as reader:
@@ -93,6 +100,8 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
         result = export_home(resolved, Path(out), options)
     rows = ", ".join(f"{t} {n}" for t, n in result.rows.items())
     click.echo(f"exported device {result.device_id} to {result.out}: {rows}")
+    if result.review:
+        click.echo(f"review (holds the original words; do not share it): {result.review}")
 
 
 @cli.command()

@@ -48,9 +48,10 @@ def build_codebook(
     protocols: list[dict[str, Any]],
     notes: list[str] | None = None,
     options: dict[str, Any] | None = None,
+    review: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Codebook for the exported `tables` (name -> columns) and the protocols in use
-    (`protocol_entry` / `recorded_entry`)."""
+    (`protocol_entry` / `recorded_entry`); `review`: the manifest's review counts."""
     out_tables: dict[str, Any] = {}
     for table, columns in tables.items():
         cols = {}
@@ -64,12 +65,29 @@ def build_codebook(
                 "allowed": list(col.allowed) if col.allowed else None,
             }
         out_tables[table] = cols
-    return {
+    book: dict[str, Any] = {
         "tables": out_tables,
         "protocols": protocols,
         "notes": notes or [],
         "options": options or {},
     }
+    if review:
+        book["review"] = {**review, "meaning": review_meaning(review)}
+    return book
+
+
+def review_meaning(review: dict[str, Any]) -> str:
+    """What a researcher's review of the redactions changed, in words (counts only)."""
+    text = (f"A review listing the {review['redactions']} redactions and {review['flags']} "
+            "remaining tokens that might identify someone was written beside the export, "
+            "not in it (docs/research.md, Reviewing a de-identified export).")  # fmt: skip
+    applied = review.get("applied")
+    if applied:
+        text += (f" A researcher's decisions were applied: {applied['kept']} redactions "
+                 f"undone (the original words kept), {applied['redacted']} further tokens "
+                 "redacted (their spans name the rule `review` in the manifest's "
+                 "recognizers).")  # fmt: skip
+    return text
 
 
 def render_markdown(codebook: dict[str, Any]) -> str:
@@ -87,6 +105,8 @@ def render_markdown(codebook: dict[str, Any]) -> str:
             used = "yes" if entry["used"] else "no"
             lines.append(f"| `{option}` | {used} | {adds} | {removes} |")
         lines.append("")
+    if codebook.get("review"):
+        lines += ["## Review of the redactions", "", codebook["review"]["meaning"], ""]
     for table, cols in codebook["tables"].items():
         lines += [f"## Table `{table}`", ""]
         if table in schema.TABLES:

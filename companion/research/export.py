@@ -28,7 +28,7 @@ from companion.clock import iso, utc_now
 from companion.engine.protocol import Protocol, load_protocol
 from companion.errors import CompanionError
 from companion.files import open_private, private_dir, read_input, require_free, write_private
-from companion.research import cells, codebook, datapackage, manifest_schema
+from companion.research import cells, codebook, datapackage, manifest_schema, review
 from companion.research.identity import manifest_identities, salt_id
 from companion.research.options import (
     FREE_TEXT,
@@ -68,6 +68,7 @@ class ExportResult:
     rows: dict[str, int]
     files: dict[str, str] = field(default_factory=dict)  # relative path -> sha256
     total_bytes: int = 0
+    review: Path | None = None  # the review's folder, beside `out`
 
 
 def count_rows(db: sqlite_utils.Database, options: ExportOptions) -> int:
@@ -151,24 +152,48 @@ def export_home(
         raise ExportError(f"--format: {options.format!r} is not csv or jsonl")
     if out.exists() and any(out.iterdir()):
         raise ExportError(f"{out}: output directory is not empty; choose a new one")
+    folder = _review_folder(out, options)
+    # A bad review file is refused before anything is written.
+    decisions = review.read_decisions(options.apply_review) if options.apply_review else None
     config = load_config(home)
     parent = next(p for p in (out.absolute(), *out.absolute().parents) if p.exists())
     require_free(parent, 10, "an export")
     # Written beside `out` and renamed into place: a failure (a full disk) leaves no half export.
     staging = out.with_name(f".{out.name}.partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    # The review (beside, not in, the export) is staged alike; both are renamed at the end.
+    review_staging = folder.with_name(f".{folder.name}.partial") if folder else None
+    pairs = [(staging, out), *([(review_staging, folder)] if review_staging and folder else [])]
+    for temp, _ in pairs:
+        shutil.rmtree(temp, ignore_errors=True)
     try:
         # One read transaction: every table as of one moment, even while a session writes
         # (else a turn or an answer could name a session row read before it existed).
         with ReadOnly(home.db_path) as reader, exports.snapshot(reader.db):
-            result = _export(home, reader, staging, options, config, progress)
-        if out.exists():
-            out.rmdir()  # empty, checked above
-        staging.rename(out)
+            result = _export(home, reader, staging, options, config, progress, review_staging,
+                             decisions)  # fmt: skip
+        for temp, target in reversed(pairs):
+            if target.exists():
+                target.rmdir()  # empty, checked above
+            temp.rename(target)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        for temp, _ in pairs:
+            shutil.rmtree(temp, ignore_errors=True)
         raise
-    return dataclasses.replace(result, out=out)
+    return dataclasses.replace(result, out=out, review=folder)
+
+
+def _review_folder(out: Path, options: ExportOptions) -> Path | None:
+    """Where the review goes (None: no review), refused inside the shared export."""
+    if not options.reviewed:
+        for flag, given in (("--review", options.review),
+                            ("--apply-review", options.apply_review)):  # fmt: skip
+            if given:
+                raise ExportError(f"{flag}: a review comes only with --deidentify "
+                                  f"--include-transcripts; add them or drop {flag}")
+        return None
+    folder = (options.review or review.default_dir(out)).absolute()
+    review.check_dir(out, folder)
+    return folder
 
 
 def _export(
@@ -178,6 +203,8 @@ def _export(
     options: ExportOptions,
     config: Config,
     progress: Progress | None,
+    review_dir: Path | None = None,
+    decisions: review.Decisions | None = None,
 ) -> ExportResult:
     try:
         protocol = load_protocol(config.protocol_path(home.path))
@@ -188,11 +215,18 @@ def _export(
     private_dir(out)
     dev = device_id(home)
     people = exports.participants(db)
-    transform = Transformer(home, out, options, [*(n for _, n in people), config.participant_name])
+    transform = Transformer(home, out, options, [*(n for _, n in people), config.participant_name],
+                            decisions)  # fmt: skip
     if options.deidentify:
         for pid, _ in people:
             transform.pid(pid)  # learn every id first so free text can be rewritten
     rows, exported = _write_tables(db, out, options, transform, config.participant_id, progress)
+    reviewed = None
+    if transform.review is not None and review_dir is not None:
+        applied = transform.review.finish()  # a decision that matches nothing is refused
+        name = out.name.removeprefix(".").removesuffix(".partial")  # staged as .NAME.partial
+        review.write(review_dir, transform.review.ordered(), f"Review of export {name}")
+        reviewed = {**transform.review.summary(), **({"applied": applied} if applied else {})}
     protocols, notes = _protocols(protocol, db)
     notes.insert(0, cells.FORMAT_NOTES[options.format])
     for table in TABLES:
@@ -211,7 +245,7 @@ def _export(
         )
     if transform.audio_missing:
         notes.append(f"{transform.audio_missing} audio files named in turns were not found.")
-    book = codebook.build_codebook(exported, protocols, notes, option_columns(options))
+    book = codebook.build_codebook(exported, protocols, notes, option_columns(options), reviewed)
     write_private(out / "codebook.json", codebook.to_json(book))
     write_private(out / "codebook.md", codebook.render_markdown(book))
     package = datapackage.build(out, exported, options.format, notes)
@@ -249,6 +283,8 @@ def _export(
         manifest["salt_id"] = salt_id(transform.salt)
         manifest["identities"] = manifest_identities(wanted, transform.pid, transform.salt)
         manifest["recognizers"] = dict(sorted(transform.recognizers.items()))
+    if reviewed:  # counts only: the review itself holds the original words
+        manifest["review"] = reviewed
     write_private(out / MANIFEST, json.dumps(manifest, indent=2) + "\n")
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     log.info("exported %s rows from %s to %s", sum(rows.values()), home.db_path, out)

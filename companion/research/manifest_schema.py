@@ -63,6 +63,16 @@ SCHEMA = Key((dict,), fields={
     })),
     # --deidentify: how many spans each recognizer (research.recognizers) redacted
     "recognizers": Key((dict,), required=False, each=Key((int,))),
+    # --deidentify --include-transcripts: the review written beside the export (counts only)
+    # and, with --apply-review, the review file's sha256 and the decisions applied
+    "review": Key((dict,), required=False, fields={
+        "redactions": Key((int,)), "flags": Key((int,)),
+        "applied": Key((dict,), required=False, fields={
+            "sha256": Key((str,), pattern=r"[0-9a-f]{64}"),
+            "kept": Key((int,)), "redacted": Key((int,)), "unchanged": Key((int,)),
+            "unmatched": Key((int,)),
+        }),
+    }),
 })  # fmt: skip
 
 

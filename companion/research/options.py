@@ -21,6 +21,7 @@ from companion.research.deidentify import (
     redactor_for,
 )
 from companion.research.ner import load_pipeline
+from companion.research.review import Collector, Decisions
 from companion.settings.config import Home
 
 # What each option adds to (or, for --deidentify, removes from) the plain export. Without
@@ -51,6 +52,14 @@ class ExportOptions:
     salt_file: Path | None = None  # None = HOME/export_salt
     extra_names: tuple[str, ...] = ()
     patterns_only: bool = False  # de-identify transcripts without the NER pipeline
+    # The review (--deidentify --include-transcripts): its folder (None = OUT.review beside
+    # the export) and a filled-in review.csv whose decisions to apply (research.review).
+    review: Path | None = None
+    apply_review: Path | None = None
+
+    @property
+    def reviewed(self) -> bool:
+        return self.deidentify and self.include_transcripts
 
 
 def option_columns(options: ExportOptions) -> dict[str, Any]:
@@ -69,10 +78,15 @@ def option_columns(options: ExportOptions) -> dict[str, Any]:
     }
 
 
+def _never(word: str) -> bool:
+    return False
+
+
 class Transformer:
     """Per-row changes for de-identification, transcripts and audio."""
 
-    def __init__(self, home: Home, out: Path, options: ExportOptions, names: list[str | None]):
+    def __init__(self, home: Home, out: Path, options: ExportOptions, names: list[str | None],
+                 decisions: Decisions | None = None):  # fmt: skip
         self.home, self.out, self.options = home, out, options
         self.salt = b""
         if options.deidentify:
@@ -84,6 +98,10 @@ class Transformer:
         self.ids: dict[str, str] = {}
         self.audio_missing = 0
         self.recognizers: Counter[str] = Counter()  # spans per recognizer (the manifest's)
+        self.review: Collector | None = None
+        if options.reviewed:
+            gaz = self.redactor.gazetteer
+            self.review = Collector(decisions, gaz.is_ordinary if gaz else _never)
 
     def columns(self, table: str, columns: list[str]) -> list[str]:
         chosen = {
@@ -128,6 +146,8 @@ class Transformer:
                 texts = [self.aliases(r[col]) for r in chosen]
                 spans = self.redactor.spans_many(texts, use_ner)
                 for row, text, found in zip(chosen, texts, spans, strict=True):
+                    if self.review is not None:
+                        found = self.review.spans(table, row["id"], col, text, found, use_ner)
                     row[col] = apply_spans(text, found)
                     self.recognizers.update(s.rule for s in found)
 
