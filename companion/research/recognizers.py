@@ -14,46 +14,24 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from companion.research import context, intros, spoken, unknown
+from companion.research import context, intros, numbers, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, typed_names
 from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
-from companion.research.ids import GROUPED_ID, ID, PLATE, SORT_CODE
 from companion.research.ner import Span, tag
-from companion.research.words import THRESHOLDS, TOKEN, alternation, data, ordinary, word_set
+from companion.research.words import TOKEN, alternation, data, ordinary, word_set
 
 if TYPE_CHECKING:
     from companion.research.gazetteer import Gazetteer
 
-_MONTHS = alternation("months", "month_abbreviations")
-_ORD = r"\d{1,2}(?:st|nd|rd|th)?"
 _STREET_LISTS = ("street_kinds", "street_kinds_written_only")
 _STREETS = alternation(*_STREET_LISTS)
 _STREETS_TITLED = alternation(*_STREET_LISTS, title=True)
 NOT_NAMES = alternation("not_names")
 _RELATIONS = alternation("relations")
 
-EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-# The same with its dots lost ("ann lee@mail co uk"): the word before is its first part.
-LOST_DOTS = re.compile(
-    rf"\b(?:[a-z][\w-]*\s)?[\w+-]+@[\w-]+(?:\s(?:{alternation('email_endings')})\b)+",
-    re.IGNORECASE,
-)
-# Phone numbers: 7+ digits with optional country code and separators.
-PHONE = re.compile(
-    r"(?<![\w])(?:\+\d{1,3}(?:[\s.-]?\d{1,5}){2,5}"  # "+56 9 5555 0100"
-    r"|(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]{0,3}){2,4}\d{2,4})(?![\w])"
-)
 NAMED_STREET = re.compile(rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STREETS_TITLED})\b")
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
-DATE_NAMES = ("date_slashed", "date_day_month", "date_month_day")
-DATES = [
-    re.compile(r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b"),
-    re.compile(rf"\b{_ORD}\s+(?:of\s+)?(?:{_MONTHS})\b\.?(?:,?\s+\d{{4}})?", re.IGNORECASE),
-    re.compile(rf"\b(?:{_MONTHS})\.?\s+(?:the\s+)?{_ORD}\b(?:,?\s+\d{{4}})?", re.IGNORECASE),
-]
-
-
 def _cued(cue: str, words: int = 2) -> re.Pattern[str]:
     """Up to `words` words after `cue`, "called" or "named" between them allowed."""
     name = rf"[A-Za-z][\w'-]+(?:\s+[A-Za-z][\w'-]+){{0,{words - 1}}}"
@@ -67,11 +45,6 @@ _CONTACT = _cued(alternation("contact_verbs"))
 _RELATED = _cued(_RELATIONS)
 _PET = _cued(alternation("pet_kinds"), 1)
 _BIRTHDAY = re.compile(r"(?:\b([a-z]+)\s+)?\b([a-z][\w-]+)'s?\s+birthday\b", re.IGNORECASE)
-# A year, with the day it names if any: dates pin people down.
-YEAR = re.compile(
-    rf"\b(?:(?i:{alternation('feast_days')})\s+"
-    r"(?i:day|eve|night|sunday|monday)\s+)?(?:19|20)\d\d\b"
-)
 _DETERMINERS = word_set("determiners")
 
 
@@ -119,12 +92,6 @@ class Recognizer:
         return self.case == "any" or (self.case == "lower") == t.lower
 
 
-def _phone(t: Text) -> list[Span]:
-    least = THRESHOLDS["phone_digits"]
-    return [Span(m.start(), m.end(), "PHONE") for m in PHONE.finditer(t.text)
-            if sum(c.isdigit() for c in m.group(0)) >= least]  # fmt: skip
-
-
 def is_name(word: str, t: Text) -> bool:
     """Capitalised and no sentence word ("My", "Mum"), or in text without capitals a word
     `nameish` accepts or a rare one."""
@@ -165,12 +132,6 @@ def _cue_names(cue: re.Pattern[str], label: str = "PERSON") -> Callable[[Text], 
     return find
 
 
-def _upper_ids(t: Text) -> list[Span]:  # ids and groups as a recogniser writes them
-    upper = t.text.upper()
-    return [Span(m.start(), m.end(), "ID") for p in (ID, GROUPED_ID) for m in p.finditer(upper)
-            if m.group(0).split()[0].lower() not in context.STOP]  # fmt: skip
-
-
 def _birthday(t: Text) -> list[Span]:
     """A name before "birthday" names someone; "the dog's" or "my mum's" birthday does not."""
     return [Span(m.start(2), m.end(2), "PERSON") for m in _BIRTHDAY.finditer(t.text)
@@ -181,11 +142,6 @@ def _birthday(t: Text) -> list[Span]:
 def _name_is_age(t: Text) -> list[Span]:  # "mabel is seventy one and ..."
     return [Span(m.start(2), m.end(2), "AGE") for m in spoken.NAME_IS_AGE.finditer(t.text)
             if m.group(1) not in context.STOP and is_name(m.group(1), t)]  # fmt: skip
-
-
-def _number_run(t: Text) -> list[Span]:  # numbers no other pattern read keep their own tag
-    return [Span(m.start(), m.end(), "ID") for m in spoken.NUMBER_RUN.finditer(t.text)
-            if not any(s.start < m.end() and m.start() < s.end for s in t.found)]  # fmt: skip
 
 
 def _own_names(t: Text) -> list[Span]:
@@ -219,30 +175,21 @@ def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
 
 
 TEXT: tuple[Recognizer, ...] = (
-    R("email", "EMAIL", (EMAIL,)),
     R("postcode", "ADDRESS", (POSTCODE,)),
     R("named_street", "ADDRESS", (NAMED_STREET,)),
-    *(R(n, "DATE", (p,)) for n, p in zip(DATE_NAMES, DATES, strict=True)),
-    R("id", "ID", (ID,)),
-    R("grouped_id", "ID", (GROUPED_ID,)),
-    R("plate", "ID", (PLATE,)),
-    R("sort_code", "ID", (SORT_CODE,)),
-    R("year", "DATE", (YEAR,)),
-    *(R(name, label, (p,)) for name, label, p in spoken.PATTERNS),
-    R("phone", "PHONE", find=_phone),
+    *(R(name, label, (p,)) for name, label, p in (*numbers.PATTERNS, *spoken.PATTERNS)),
+    *(R(n, e, find=lambda t, f=f: [Span(*s) for s in f(t.text)], case=c)
+      for n, e, f, c in numbers.FINDERS),  # fmt: skip
     R("titled", "PERSON", (_TITLED,), stage="plain"),
     R("introduced", "PERSON", find=introduced),
     R("related", "PERSON", find=_cue_names(_RELATED), stage="plain"),
     R("contact", "PERSON", find=_cue_names(_CONTACT), stage="plain"),
     R("spelled", "PERSON", (intros.SPELLED,), stage="plain"),
     R("pet", "PET", find=_cue_names(_PET, "PET"), stage="plain"),
-    R("upper_id", "ID", find=_upper_ids, case="lower"),
-    R("lost_dots", "EMAIL", (LOST_DOTS,), case="lower"),
     R("birthday_name", "PERSON", find=_birthday),
     *(R(name, label, (p,)) for name, label, p in spoken.GROUPED),
     R("name_is_age", "AGE", find=_name_is_age),
     R("age_marked", "AGE", (spoken.AGE_MARKED,)),
-    R("number_run", "ID", find=_number_run),
     R("own_names", "PERSON", find=_own_names),
 )
 GAZETTEER: tuple[Recognizer, ...] = (

@@ -71,6 +71,7 @@ DEV_SETS = {
     12: "twelfth",
     13: "thirteenth",
     14: "fourteenth",
+    20: "twenty-eighth (numbers)",
 }
 HELD_OUT = 15
 # Held out by issue 28, in another genre (customer-service calls; local-history profiles, an
