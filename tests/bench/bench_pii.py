@@ -68,6 +68,7 @@ DEV_SETS = {
     12: "twelfth",
     13: "thirteenth",
     14: "fourteenth",
+    21: "addresses and organisations (issue 28)",
 }
 HELD_OUT = 15
 
