@@ -49,6 +49,8 @@ _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great
 # place in one town, so it locates the speaker as a town does.
 _HEADS = alternation("place_heads")
 _HEAD = re.compile(rf"\b(?i:{_HEADS})\b")
+# "the Rathmines Bridge Club", "goldbergs deli": an organisation named by its kind the same way.
+_ORG_HEAD = re.compile(rf"\b(?i:{alternation('org_heads')})\b")
 _INSIDE = re.compile(r"[a-z,]\s+$")  # a lower-case word before: not a sentence's start
 _BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")
 
@@ -107,25 +109,27 @@ def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
     spans += [Span(m.start(1), m.end(1), "PLACE") for m in _VENUE.finditer(text)
               if m.group(1).split()[0].lower() not in _NOT_VENUES
               or " " in m.group(1) and m.group(1).split()[0] in ("Queen", "King")]  # fmt: skip
-    return spans + _headed(text, lower, gaz)
+    orgs = tag("org_kind", _headed(text, lower, gaz, _ORG_HEAD, "ORG"))
+    return spans + _headed(text, lower, gaz) + orgs
 
 
-def _head_phrases(text: str) -> list[tuple[int, int, int]]:
+def _head_phrases(text: str, kinds: re.Pattern[str]) -> list[tuple[int, int, int]]:
     """(start of the up to three words before a kind, the kind's start, its end) for every
     kind, so that "kings college hospital" is read at "hospital" and not only at "college"."""
     out = []
-    for h in _HEAD.finditer(text):
+    for h in kinds.finditer(text):
         if before := _BEFORE_HEAD.search(text, max(0, h.start() - 160), h.start()):
             out.append((before.start(), h.start(), h.end()))
     return out
 
 
-def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
+def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HEAD,
+            label: str = "PLACE") -> list[Span]:  # fmt: skip
     """Buildings and districts named with their kind: the name words just before the kind,
     as many as can be (typed: capitalised with the kind capitalised too; spoken: at least
     one no English word, or bare after a preposition)."""
     spans = []
-    for start, head_start, head_end in _head_phrases(text):
+    for start, head_start, head_end in _head_phrases(text, kinds):
         head = text[head_start:head_end]
         words = list(re.finditer(r"\S+", text[start:head_start]))
         # keep the words nearest the kind that can belong to a name
@@ -151,7 +155,7 @@ def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
             ok = any(not gaz.is_ordinary(w.group(0).removesuffix("'s")) or w.group(0) in _TITLED
                      for w in kept)  # fmt: skip
         if ok and kept:
-            spans.append(Span(start + kept[0].start(), head_end, "PLACE"))
+            spans.append(Span(start + kept[0].start(), head_end, label))
     return spans
 
 
@@ -190,7 +194,7 @@ def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
             and not text[: span.end].endswith("'s")
         ):
             span = replace(span, end=kind.end(), label="PLACE")
-        if span.label == "PLACE" and (m := _THE.search(text, 0, span.start)):
+        if span.label in ("PLACE", "ORG") and (m := _THE.search(text, 0, span.start)):
             span = replace(span, start=m.start())
         out.append(span)
     return out

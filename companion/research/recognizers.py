@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from companion.research import context, intros, spoken, unknown
+from companion.research import addresses, context, intros, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, typed_names
 from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 
 _MONTHS = alternation("months", "month_abbreviations")
 _ORD = r"\d{1,2}(?:st|nd|rd|th)?"
-_STREET_LISTS = ("street_kinds", "street_kinds_written_only")
-_STREETS = alternation(*_STREET_LISTS)
-_STREETS_TITLED = alternation(*_STREET_LISTS, title=True)
 NOT_NAMES = alternation("not_names")
 _RELATIONS = alternation("relations")
 
@@ -48,8 +45,6 @@ PHONE = re.compile(
     r"(?<![\w])(?:\+\d{1,3}(?:[\s.-]?\d{1,5}){2,5}"  # "+56 9 5555 0100"
     r"|(?:\+\d{1,3}[\s.-]?)?(?:\(?\d{2,5}\)?[\s.-]{0,3}){2,4}\d{2,4})(?![\w])"
 )
-NAMED_STREET = re.compile(rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STREETS_TITLED})\b")
-POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
 DATE_NAMES = ("date_slashed", "date_day_month", "date_month_day")
 DATES = [
     re.compile(r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b"),
@@ -254,8 +249,6 @@ NAME_RULES: tuple[Recognizer, ...] = (
 )
 TEXT: tuple[Recognizer, ...] = (
     R("email", "EMAIL", (EMAIL,)),
-    R("postcode", "ADDRESS", (POSTCODE,)),
-    R("named_street", "ADDRESS", (NAMED_STREET,)),
     *(R(n, "DATE", (p,)) for n, p in zip(DATE_NAMES, DATES, strict=True)),
     R("id", "ID", (ID,)),
     R("grouped_id", "ID", (GROUPED_ID,)),
@@ -270,6 +263,12 @@ TEXT: tuple[Recognizer, ...] = (
     R("lost_dots", "EMAIL", (LOST_DOTS,), case="lower"),
     R("birthday_name", "PERSON", find=_birthday),
     *(R(name, label, (p,), 1) for name, label, p in spoken.GROUPED),
+    R("postcode", "ADDRESS", addresses.POSTCODES),
+    R("said_postcode", "ADDRESS", find=lambda t: addresses.said_postcodes(t.text), case="lower"),
+    R("named_street", "ADDRESS", (addresses.NAMED_STREET,)),
+    R("foreign_street", "ADDRESS", find=lambda t: addresses.foreign_streets(t.text, t.nameish)),
+    R("address_unit", "ADDRESS", (addresses.UNIT,)),
+    R("street_widened", "ADDRESS", find=lambda t: addresses.widened(t.text, t.found)),
     R("name_is_age", "AGE", find=_name_is_age),
     R("age_marked", "AGE", find=_age_marked),
     R("number_run", "ID", find=_number_run),
@@ -289,6 +288,7 @@ GAZETTEER: tuple[Recognizer, ...] = (
     R("pet_name", "PET", find=_g(pet_names), stage="gazetteer", case="lower"),
     R("context_name", "PERSON", find=_g(context_names, "common"), stage="gazetteer", case="lower"),
     R("place_phrase", "PLACE", find=_g(place_phrases), stage="gazetteer", case="lower"),
+    R("org_name", "ORG", find=_g(addresses.organisations), stage="gazetteer"),
     R(
         "unknown_name",
         "PERSON",
@@ -302,6 +302,7 @@ AFTER: tuple[Recognizer, ...] = (
     R("ner", "PERSON", stage="after"),
     R("joined", "PERSON", stage="after", case="lower"),
     R("landmarks", "PLACE", stage="after"),
+    R("org_kind", "ORG", stage="after"),
     R("spelled_name", "PERSON", stage="after", case="lower"),
     R("propagate", "PERSON", stage="after"),
 )

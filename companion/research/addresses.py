@@ -1,0 +1,151 @@
+"""Addresses and organisations, typed or as a recogniser writes them.
+
+A street is found by its kind after the name ("Mill Road"), before it ("rue Duguesclin",
+"ul. Floriańska") or inside one word ("Leopoldstraße", "Keizersgracht"); it is then widened
+to what locates a home on it: the house number on either side, the flat, suite or unit, a
+floor. Postcodes are read by each country's shape, the bare five digits only where a city,
+a state or a house number stands by them. An organisation is a name with a company suffix,
+or the name after "work for", "employed by" ("i work for brouwer logistiek").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from companion.research.context import STOP
+from companion.research.gazetteer import Gazetteer
+from companion.research.ner import Span
+from companion.research.words import alternation, word_set
+
+_STREETS = alternation("street_kinds", "street_kinds_written_only", title=True)
+_UNITS = alternation("address_units")
+_NUM = rf"(?:{alternation('said_digits', 'address_number_words')})\b"
+_SEQ = rf"{_NUM}(?:[\s-]+(?:and\s+)?{_NUM})*"  # "four fifty five", "one hundred and twelve"
+_ORDINALS = alternation("address_ordinals")
+_NAME = r"[A-Z][\w'’-]+"
+NAMED_STREET = re.compile(
+    rf"\b(?:(?:{_NAME}\s+)?\d+(?:st|nd|rd|th)|{_NAME})(?:\s+{_NAME}){{0,2}}\s+(?:{_STREETS})\b"
+)
+# "rue de la République", "Calle Serrano", "ul. Floriańska": the kind first (the words English
+# shares, "via", "place", "avenue", only with a particle or a number after the name).
+_PARTICLE = r"(?:(?:de|du|des|la|le|del|della|di|da|do|dos|das|der|van)\s+)"
+_PREFIXED = re.compile(
+    rf"\b(?:(?i:{alternation('street_prefixes')})\.?\s+{_PARTICLE}*"
+    rf"|(?i:{alternation('street_prefixes_shared')})\s+(?={_PARTICLE}|\S+\s+(?:\d|{_SEQ}\b))"
+    rf"{_PARTICLE}*)([A-Za-z][\w'’-]+)"
+)
+# "Leopoldstraße", "keizersgracht", "Mariahilfer Straße": the kind inside the word or after.
+_COMPOUND = re.compile(
+    rf"\b[A-Za-z][\w'-]*?(?:{alternation('street_suffixes')})\b"
+    rf"|\b[A-Za-z][\w'-]+\s+(?i:{alternation('street_suffixes')})\b"
+)
+UNIT = re.compile(
+    rf"\b(?i:{_UNITS}|po box)\.?\s+(?:\d[\w/-]{{0,4}}|[A-Z]\b|{_SEQ}(?:\s+[a-h]\b)?)"
+    r"(?:(?:\s+[A-Za-z][\w'-]+){1,3}\s+(?i:estate|park|centre))?"
+)
+_CORNER = re.compile(r"\b(?i:corner of)\s+([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)\s+and\s+"
+                     r"([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")  # fmt: skip
+# What stands before a street and belongs to it: "Flat 4, 27", "apartment twelve b four fifty".
+_LEFT = re.compile(
+    rf"(?<![\w'-])(?:(?:(?:{_UNITS})\.?\s+(?:[\dA-Za-z][\w/-]{{0,5}}|{_SEQ}(?:\s+[a-h])?)|(?:The\s+)?"
+    rf"(?:{_NAME}\s+){{0,2}}(?:{alternation('building_kinds', title=True)})),?\s+)?"
+    rf"(?:(?i:no\.?|number)\s+)?(?:\d{{1,5}}[A-Za-z]?(?:[-/]\d+)?|{_SEQ}(?:\s+[a-h])?),?\s+$",
+    re.IGNORECASE,
+)
+_RIGHT = re.compile(
+    rf"(?:\s+(?:\d{{1,5}}[a-z]?(?:-bis)?\b|{_SEQ}(?:\s+[a-h]\b)?))?"
+    rf"(?:,?\s+(?:(?:{_UNITS})\.?\s+(?:\d+\w?|{_SEQ})|\d+[º°ª]\s+\w+|(?:{_ORDINALS})\s+floor"
+    r"(?:\s+(?:left|right))?))?(?:\s+(?:north|south|east|west)\b)?",
+    re.IGNORECASE,
+)
+# Postcodes by shape: UK; US ZIP(+4) after a state; five digits before a city (DE, FR, IT,
+# ES); NL "1012 AB"; PL/PT "31-019" before a city; four or five after a house number; IE; CA.
+POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)
+POSTCODES = (
+    POSTCODE,
+    re.compile(r"(?<=\b[A-Z]{2} )\d{5}(?:-\d{4})?\b|\b\d{5}-\d{4}\b"),
+    re.compile(r"\b\d{5}(?= [A-ZÀ-Þ])|\b\d{2,4}-\d{3}(?= [A-ZÀ-Þ])|(?<=\d, )\d{4}(?= [A-Z])"),
+    re.compile(r"\b[A-Z][a-z]+,? \d{5}(?:-\d{4})?\b"),
+    re.compile(rf"\b[1-9]\d{{3}} ?(?!(?:{alternation('not_postcode_letters')})\b)[A-Z]{{2}}\b"),
+    re.compile(r"\b[AC-FHKNPRTV-Y]\d[\dW] ?(?=[\dA-Z]*\d)[\dAC-FHKNPRTV-Y]{4}\b"),
+    re.compile(r"\b[ABCEGHJ-NPRSTVXY]\d[A-Z] ?\d[A-Z]\d\b"),
+)
+# Read out: "three five seven two a p", "d zero six x two k nine", "three one dash oh one nine".
+_CODE = re.compile(rf"(?<![\w'-])(?:{_NUM}|[b-hj-z]\b|dash\b)(?:\s+(?:{_NUM}|[a-z]\b|dash\b)){{4,8}}")
+
+
+def said_postcodes(text: str) -> list[Span]:
+    """Runs of single letters and digits said one by one, at least three digits and a letter
+    or a dash among them."""
+    spans = []
+    for m in _CODE.finditer(text):
+        words = m.group(0).split()
+        digits = sum(bool(re.fullmatch(_NUM, w)) for w in words)
+        if digits >= 3 and len(words) - digits >= 1:
+            spans.append(Span(m.start(), m.end(), "ADDRESS"))
+    return spans
+
+
+def _near(text: str, span: Span) -> Span:
+    """A street grown over its number and flat or floor on either side."""
+    start, end = span.start, span.end
+    if m := _LEFT.search(text, max(0, start - 80), start):
+        start = m.start()
+    if m := _RIGHT.match(text, end):
+        end = max(end, m.end())
+    return Span(start, end, "ADDRESS")
+
+
+def foreign_streets(text: str, nameish: Callable[[str], bool] | None) -> list[Span]:
+    """Streets named by a kind before or inside the name, and the two of a corner."""
+    lower = not any(c.isupper() for c in text)
+
+    def named(word: str) -> bool:  # typed: capitalised; said: no ordinary word
+        return word[0].isupper() if not lower else nameish is not None and nameish(word)
+
+    spans = [Span(m.start(), m.end(), "ADDRESS") for m in _PREFIXED.finditer(text)
+             if named(m.group(1))]  # fmt: skip
+    spans += [Span(m.start(), m.end(), "ADDRESS") for m in _COMPOUND.finditer(text)
+              if named(m.group(0).split()[0])]  # fmt: skip
+    return spans + [Span(m.start(g), m.end(g), "ADDRESS") for m in _CORNER.finditer(text)
+                    for g in (1, 2) if named(m.group(g))]  # fmt: skip
+
+
+def widened(text: str, found: list[Span]) -> list[Span]:
+    """Every street found so far, grown over the number and unit around it."""
+    return [_near(text, s) for s in found if s.label == "ADDRESS"]
+
+
+_SUFFIX = rf"(?:{alternation('org_suffixes')})"
+_SUFFIXED = re.compile(rf"\b(?:{_NAME}\s+(?:(?:&|and|und|de|of|for)\s+)?){{1,5}}{_SUFFIX}(?!\w)")
+_SHOP = re.compile(rf"\b{_NAME}'s\s+(?!(?:{alternation('not_shop_heads', title=True)})\b){_NAME}")
+_CUE = re.compile(rf"\b(?i:{alternation('org_cues')})\s+(?:the\s+)?")
+_STOP = STOP - {"and", "of"} | word_set("org_stops")
+_WORD = re.compile(r"[\w'&-]+")
+_SUFFIX_SAID = word_set("org_suffixes_said")
+
+
+def organisations(text: str, gaz: Gazetteer) -> list[Span]:
+    """ORG spans: a capitalised name with a company suffix or a shop's "X's", typed; said,
+    the words after a cue ("i worked for ...", "employed by") up to a function word, when
+    one of them is no ordinary word or the last is a suffix."""
+    lower = not any(c.isupper() for c in text)
+    spans = [] if lower else [Span(m.start(), m.end(), "ORG") for p in (_SUFFIXED, _SHOP)
+                              for m in p.finditer(text)]  # fmt: skip
+    for m in _CUE.finditer(text):
+        words: list[re.Match[str]] = []
+        for w in _WORD.finditer(text, m.end()):
+            base = w.group(0).lower()
+            if len(words) == 6 or base in _STOP or text[m.end() if not words else
+                                                          words[-1].end() : w.start()].strip():
+                break
+            if not lower and not (w.group(0)[0].isupper() or base in ("&", "and", "of")):
+                break
+            words.append(w)
+        while words and words[-1].group(0).lower() in ("and", "of", "&"):
+            words.pop()
+        rare = any(not gaz.is_ordinary(w.group(0).lower().removesuffix("'s")) for w in words)
+        if words and (rare or words[-1].group(0).lower() in _SUFFIX_SAID):
+            spans.append(Span(words[0].start(), words[-1].end(), "ORG"))
+    return spans
