@@ -50,7 +50,7 @@ _CORNER = re.compile(r"\b(?i:corner of)\s+([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)\
 _LEFT = re.compile(
     rf"(?<![\w'-])(?:(?:(?:{_UNITS})\.?\s+(?:[\dA-Za-z][\w/-]{{0,5}}|{_SEQ}(?:\s+[a-h])?)|(?:The\s+)?"
     rf"(?:{_NAME}\s+){{0,2}}(?:{alternation('building_kinds', title=True)})),?\s+)?"
-    rf"(?:(?i:no\.?|number)\s+)?(?:\d{{1,5}}[A-Za-z]?(?:[-/]\d+)?|{_SEQ}(?:\s+[a-h])?),?\s+$",
+    rf"(?:(?:no\.?|number)\s+)?(?:(?:\d{{1,5}}[A-Za-z]?(?:[-/]\d+)?|{_SEQ}(?:\s+[a-h])?),?\s+)?$",
     re.IGNORECASE,
 )
 _RIGHT = re.compile(
@@ -120,32 +120,49 @@ def widened(text: str, found: list[Span]) -> list[Span]:
 _SUFFIX = rf"(?:{alternation('org_suffixes')})"
 _SUFFIXED = re.compile(rf"\b(?:{_NAME}\s+(?:(?:&|and|und|de|of|for)\s+)?){{1,5}}{_SUFFIX}(?!\w)")
 _SHOP = re.compile(rf"\b{_NAME}'s\s+(?!(?:{alternation('not_shop_heads', title=True)})\b){_NAME}")
+# Said, a suffix no ordinary phrase ends in ("... limited", "... b v"); a cue before a name
+# ("worked for", "employed by"); a kind said first ("école", "banco", "colegio").
+_SAID_SUFFIX = re.compile(rf"(?<=\s)(?:{alternation('org_suffixes_said')})\b")
 _CUE = re.compile(rf"\b(?i:{alternation('org_cues')})\s+(?:the\s+)?")
+_KIND_FIRST = re.compile(rf"\b(?i:{alternation('org_prefixes')})\s+")
 _STOP = STOP - {"and", "of"} | word_set("org_stops")
+_KINDS = word_set("org_heads", "place_heads", "org_suffixes_said")
 _WORD = re.compile(r"[\w'&-]+")
-_SUFFIX_SAID = word_set("org_suffixes_said")
+_JOINS = ("and", "of", "&", "de", "del", "la")
+
+
+def _run(text: str, words: list[re.Match[str]], lower: bool) -> list[re.Match[str]]:
+    """The name words of `words` (in reading order from the cue): up to a function word,
+    a punctuation mark or, typed, a word without a capital."""
+    kept: list[re.Match[str]] = []
+    for w in words[:6]:
+        base = w.group(0).lower()
+        gap = text[kept[-1].end() : w.start()] if kept else ""
+        if base in _STOP or gap.strip() or not (lower or w[0][0].isupper() or base in _JOINS):
+            break
+        kept.append(w)
+    return kept
 
 
 def organisations(text: str, gaz: Gazetteer) -> list[Span]:
-    """ORG spans: a capitalised name with a company suffix or a shop's "X's", typed; said,
-    the words after a cue ("i worked for ...", "employed by") up to a function word, when
-    one of them is no ordinary word or the last is a suffix."""
+    """ORG spans: typed, a capitalised name with a company suffix or a shop's "X's"; typed
+    or said, the name words after a cue or a kind said first, or before a suffix, when one
+    is no ordinary word or the last is the organisation's kind."""
     lower = not any(c.isupper() for c in text)
     spans = [] if lower else [Span(m.start(), m.end(), "ORG") for p in (_SUFFIXED, _SHOP)
                               for m in p.finditer(text)]  # fmt: skip
-    for m in _CUE.finditer(text):
-        words: list[re.Match[str]] = []
-        for w in _WORD.finditer(text, m.end()):
-            base = w.group(0).lower()
-            if len(words) == 6 or base in _STOP or text[m.end() if not words else
-                                                          words[-1].end() : w.start()].strip():
-                break
-            if not lower and not (w.group(0)[0].isupper() or base in ("&", "and", "of")):
-                break
-            words.append(w)
-        while words and words[-1].group(0).lower() in ("and", "of", "&"):
+    runs = [_run(text, list(_WORD.finditer(text, m.end())), lower) for m in _CUE.finditer(text)]
+    runs += [_run(text, list(_WORD.finditer(text, m.start())), lower)
+             for m in _KIND_FIRST.finditer(text)]  # fmt: skip
+    if lower:
+        for m in _SAID_SUFFIX.finditer(text):
+            before = _run(text, list(reversed(list(_WORD.finditer(text, 0, m.start()))))[:5], True)
+            if len(before) > 1 or before and not gaz.is_ordinary(before[0].group(0)):
+                spans.append(Span(before[-1].start(), m.end(), "ORG"))
+    for words in runs:
+        while words and words[-1].group(0).lower() in _JOINS:
             words.pop()
         rare = any(not gaz.is_ordinary(w.group(0).lower().removesuffix("'s")) for w in words)
-        if words and (rare or words[-1].group(0).lower() in _SUFFIX_SAID):
+        if words and (rare or len(words) > 1 and words[-1].group(0).lower() in _KINDS):
             spans.append(Span(words[0].start(), words[-1].end(), "ORG"))
     return spans

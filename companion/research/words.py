@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "df8bc6e5eb6cbc6ee9b174096c9a6d495ce98168741209e60af39bc910738f9d"
+SHA256 = "944b182b135670a4a8cab4f52c3af7c4f6a439365ec21b9e9871cd0d80c8f865"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
