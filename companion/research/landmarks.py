@@ -19,23 +19,15 @@ from companion.research.words import alternation, word_set
 
 # "the isle of bute", "the vale of glamorgan": the kind, then "of", then the name.
 _KIND_OF = re.compile(
-    r"\b(?:the\s+)?(?i:isle|isles|island|islands|lake|loch|lough|mount|vale|forest|port|"
-    r"bay|county|republic|kingdom|gulf|straits?|river|valley|city|town|village)\s+of\s+"
-    r"(?:the\s+)?([A-Za-z][\w'-]+)"
+    rf"\b(?:the\s+)?(?i:{alternation('landmarks_kind_of')})\s+of\s+(?:the\s+)?([A-Za-z][\w'-]+)"
 )
 # "loch ness", "mount snowdon", "lake windermere", "county mayo": the kind, then the name.
-_KIND_NAME = re.compile(
-    r"\b(?i:lake|loch|lough|mount|mt|river|glen|ben|cape|county|fort|isle|st|saint)\.?\s+"
-    r"([A-Za-z][\w'-]+)"
-)
+_KIND_NAME = re.compile(rf"\b(?i:{alternation('landmarks_kind_name')})\.?\s+([A-Za-z][\w'-]+)")
 # "the brecon beacons", "the leeds and liverpool canal", "the norwegian fjords": a name, then
 # the kind (one or two name words, "and" between two).
 _NAME_KIND = re.compile(
     r"\b(?:(?i:the)\s+)?([A-Za-z][\w'-]+)(?:\s+(?:and|&)\s+([A-Za-z][\w'-]+))?\s+"
-    r"(?i:canal|mountains|hills|fells|moors|beacons|dales|islands|isles|peninsula|valley|"
-    r"estuary|coast|riviera|fjords|alps|highlands|lakes|broads|falls|gorge|national park|"
-    r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens|firth|fields|fell|"
-    r"water|tarn|crag|pike|beck|gill|moor)\b"
+    rf"(?i:{alternation('landmarks_name_kind')})\b"
 )
 
 

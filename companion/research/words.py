@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "944b182b135670a4a8cab4f52c3af7c4f6a439365ec21b9e9871cd0d80c8f865"
+SHA256 = "910667977fdf9ecd503b34e061c70a2a4c169590b6107ad7de350242210c1bed"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
