@@ -1,11 +1,11 @@
 """Addresses and organisations, typed or as a recogniser writes them.
 
-A street is found by its kind after the name ("Mill Road"), before it ("rue Duguesclin",
-"ul. Floriańska") or inside one word ("Leopoldstraße", "Keizersgracht"); it is then widened
+A street is found by its kind after the name ("Quarry Lane"), before it ("rue des Martyrs",
+"ul. Mickiewicza") or inside one word ("Kastanienallee", "Prinsengracht"); it is then widened
 to what locates a home on it: the house number on either side, the flat, suite or unit, a
 floor. Postcodes are read by each country's shape, the bare five digits only where a city,
 a state or a house number stands by them. An organisation is a name with a company suffix,
-or the name after "work for", "employed by" ("i work for brouwer logistiek").
+or the name after "work for", "employed by" ("i work for dunmore haulage").
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from companion.research.words import alternation, word_set
 _STREETS = alternation("street_kinds", "street_kinds_written_only", title=True)
 _UNITS = alternation("address_units")
 _NUM = rf"(?:{alternation('said_digits', 'address_number_words')})\b"
-_SEQ = rf"{_NUM}(?:[\s-]+(?:and\s+)?{_NUM})*"  # "four fifty five", "one hundred and twelve"
+_SEQ = rf"{_NUM}(?:[\s-]+(?:and\s+)?{_NUM})*"  # "three ten", "two hundred and six"
 _ORDINALS = alternation("address_ordinals")
 _NAME = r"[A-Z][\w'’-]+"
 NAMED_STREET = re.compile(
     rf"\b(?:(?:{_NAME}\s+)?\d+(?:st|nd|rd|th)|{_NAME})(?:\s+{_NAME}){{0,2}}\s+(?:{_STREETS})\b"
 )
-# "rue de la République", "Calle Serrano", "ul. Floriańska": the kind first (the words English
+# "rue des Martyrs", "Calle Toledo", "ul. Mickiewicza": the kind first (the words English
 # shares, "via", "place", "avenue", only with a particle or a number after the name).
 _PARTICLE = r"(?:(?:de|du|des|la|le|del|della|di|da|do|dos|das|der|van)\s+)"
 _PREFIXED = re.compile(
@@ -35,7 +35,7 @@ _PREFIXED = re.compile(
     rf"|(?i:{alternation('street_prefixes_shared')})\s+(?={_PARTICLE}|\S+\s+(?:\d|{_SEQ}\b))"
     rf"{_PARTICLE}*)([A-Za-z][\w'’-]+)"
 )
-# "Leopoldstraße", "keizersgracht", "Mariahilfer Straße": the kind inside the word or after.
+# "Schillerstraße", "prinsengracht", "Oberer Weg": the kind inside the word or after.
 _COMPOUND = re.compile(
     rf"\b[A-Za-z][\w'-]*?(?:{alternation('street_suffixes')})\b"
     rf"|\b[A-Za-z][\w'-]+\s+(?i:{alternation('street_suffixes')})\b"
@@ -46,7 +46,7 @@ UNIT = re.compile(
 )
 _CORNER = re.compile(r"\b(?i:corner of)\s+([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)\s+and\s+"
                      r"([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")  # fmt: skip
-# What stands before a street and belongs to it: "Flat 4, 27", "apartment twelve b four fifty".
+# What stands before a street and belongs to it: "Flat 2, 19", "apt seven c three ten".
 _LEFT = re.compile(
     rf"(?<![\w'-])(?:(?:(?:{_UNITS})\.?\s+(?:[\dA-Za-z][\w/-]{{0,5}}|{_SEQ}(?:\s+[a-h])?)|(?:The\s+)?"
     rf"(?:{_NAME}\s+){{0,2}}(?:{alternation('building_kinds', title=True)})),?\s+)?"
@@ -60,7 +60,7 @@ _RIGHT = re.compile(
     re.IGNORECASE,
 )
 # Postcodes by shape: UK; US ZIP(+4) after a state; five digits before a city (DE, FR, IT,
-# ES); NL "1012 AB"; PL/PT "31-019" before a city; four or five after a house number; IE; CA.
+# ES); NL "1012 AB"; PL/PT "60-833" before a city; four or five after a house number; IE; CA.
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)
 POSTCODES = (
     POSTCODE,
@@ -71,8 +71,10 @@ POSTCODES = (
     re.compile(r"\b[AC-FHKNPRTV-Y]\d[\dW] ?(?=[\dA-Z]*\d)[\dAC-FHKNPRTV-Y]{4}\b"),
     re.compile(r"\b[ABCEGHJ-NPRSTVXY]\d[A-Z] ?\d[A-Z]\d\b"),
 )
-# Read out: "three five seven two a p", "d zero six x two k nine", "three one dash oh one nine".
-_CODE = re.compile(rf"(?<![\w'-])(?:{_NUM}|[b-hj-z]\b|dash\b)(?:\s+(?:{_NUM}|[a-z]\b|dash\b)){{4,8}}")
+# Read out: "three oh one one b d", "t two three r two k seven", "six oh dash eight three three".
+_CODE = re.compile(
+    rf"(?<![\w'-])(?:{_NUM}|[b-hj-z]\b|dash\b)(?:\s+(?:{_NUM}|[a-z]\b|dash\b)){{4,8}}"
+)
 
 
 def said_postcodes(text: str) -> list[Span]:

@@ -41,7 +41,7 @@ _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great
 # place in one town, so it locates the speaker as a town does.
 _HEADS = alternation("place_heads")
 _HEAD = re.compile(rf"\b(?i:{_HEADS})\b")
-# "the Rathmines Bridge Club", "goldbergs deli": an organisation named by its kind the same way.
+# "the Ilkley Bowls Club", "morettis kitchen": an organisation named by its kind the same way.
 _ORG_HEAD = re.compile(rf"\b(?i:{alternation('org_heads')})\b")
 _INSIDE = re.compile(r"[a-z,]\s+$")  # a lower-case word before: not a sentence's start
 _BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")
