@@ -59,17 +59,17 @@ _RIGHT = re.compile(
     r"(?:\s+(?:left|right))?))?(?:\s+(?:north|south|east|west)\b)?",
     re.IGNORECASE,
 )
-# Postcodes by shape: UK; US ZIP(+4) after a state; five digits before a city (DE, FR, IT,
-# ES); NL "1012 AB"; PL/PT "60-833" before a city; four or five after a house number; IE; CA.
+# Postcodes by shape: UK; US ZIP(+4) after a state or city (the state taken too); five digits
+# before a city (DE, FR, IT, ES); NL "1012 AB"; PL/PT "60-833" before a city; four digits
+# after a house number (AT, CH, BE); IE Eircode; CA (its province taken too).
 POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)
 POSTCODES = (
     POSTCODE,
-    re.compile(r"(?<=\b[A-Z]{2} )\d{5}(?:-\d{4})?\b|\b\d{5}-\d{4}\b"),
+    re.compile(r"\b(?:[A-Z]{2}|[A-Z][a-z]+),? \d{5}(?:-\d{4})?\b|\b\d{5}-\d{4}\b"),
     re.compile(r"\b\d{5}(?= [A-ZÀ-Þ])|\b\d{2,4}-\d{3}(?= [A-ZÀ-Þ])|(?<=\d, )\d{4}(?= [A-Z])"),
-    re.compile(r"\b[A-Z][a-z]+,? \d{5}(?:-\d{4})?\b"),
     re.compile(rf"\b[1-9]\d{{3}} ?(?!(?:{alternation('not_postcode_letters')})\b)[A-Z]{{2}}\b"),
     re.compile(r"\b[AC-FHKNPRTV-Y]\d[\dW] ?(?=[\dA-Z]*\d)[\dAC-FHKNPRTV-Y]{4}\b"),
-    re.compile(r"\b[ABCEGHJ-NPRSTVXY]\d[A-Z] ?\d[A-Z]\d\b"),
+    re.compile(r"\b(?:[A-Z]{2},? )?[ABCEGHJ-NPRSTVXY]\d[A-Z] ?\d[A-Z]\d\b"),
 )
 # Read out: "three oh one one b d", "t two three r two k seven", "six oh dash eight three three".
 _CODE = re.compile(
