@@ -31,10 +31,6 @@ _NAME_KIND = re.compile(
 )
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
 # "glasgow airport", "the Royal Victoria Hospital", "moseley road baths", "the Jewellery
 # Quarter": a building or district named by its kind. Said with a name part it is one
@@ -54,7 +50,7 @@ _MODIFIERS = word_set("landmarks_modifiers")
 # part of ordinary words is still a proper name ("at the city hospital" stays).
 _BARE_CUES = word_set("landmarks_bare_cues")
 _BARE_HEADS = word_set("landmarks_bare_heads")
-_TITLED = _words("st saint royal queen king prince princess")
+_TITLED = frozenset({"st", "saint", "royal", "queen", "king", "prince", "princess"})
 _QUARTER = re.compile(r"\b(?i:the)\s+(?i:north|south|east|west)\s+(?i:end)\b(?!\s+of\b)")
 
 
