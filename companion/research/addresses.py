@@ -128,7 +128,7 @@ _SAID_SUFFIX = re.compile(rf"(?<=\s)(?:{alternation('org_suffixes_said')})\b")
 _CUE = re.compile(rf"\b(?i:{alternation('org_cues')})\s+(?:the\s+)?")
 _KIND_FIRST = re.compile(rf"\b(?i:{alternation('org_prefixes')})\s+")
 _STOP = STOP - {"and", "of"} | word_set("org_stops")
-_KINDS = word_set("org_heads", "place_heads", "org_suffixes_said")
+_KINDS = word_set("org_heads", "place_heads", "org_suffixes_said") | {"group", "services"}
 _WORD = re.compile(r"[\w'&-]+")
 _JOINS = ("and", "of", "&", "de", "del", "la")
 
@@ -153,18 +153,20 @@ def organisations(text: str, gaz: Gazetteer) -> list[Span]:
     lower = not any(c.isupper() for c in text)
     spans = [] if lower else [Span(m.start(), m.end(), "ORG") for p in (_SUFFIXED, _SHOP)
                               for m in p.finditer(text)]  # fmt: skip
-    runs = [_run(text, list(_WORD.finditer(text, m.end())), lower) for m in _CUE.finditer(text)]
-    runs += [_run(text, list(_WORD.finditer(text, m.start())), lower)
+    runs = [(_run(text, list(_WORD.finditer(text, m.end())), lower), False)
+            for m in _CUE.finditer(text)]  # fmt: skip
+    runs += [(_run(text, list(_WORD.finditer(text, m.start())), lower), True)
              for m in _KIND_FIRST.finditer(text)]  # fmt: skip
     if lower:
         for m in _SAID_SUFFIX.finditer(text):
             before = _run(text, list(reversed(list(_WORD.finditer(text, 0, m.start()))))[:5], True)
             if len(before) > 1 or before and not gaz.is_ordinary(before[0].group(0)):
                 spans.append(Span(before[-1].start(), m.end(), "ORG"))
-    for words in runs:
+    for words, kind_first in runs:  # a kind said first and two words: "liceo mario rossi"
         while words and words[-1].group(0).lower() in _JOINS:
             words.pop()
         rare = any(not gaz.is_ordinary(w.group(0).lower().removesuffix("'s")) for w in words)
-        if words and (rare or len(words) > 1 and words[-1].group(0).lower() in _KINDS):
+        kind = len(words) > 1 and words[-1].group(0).lower() in _KINDS
+        if words and (rare or kind or kind_first and len(words) > 2):
             spans.append(Span(words[0].start(), words[-1].end(), "ORG"))
     return spans

@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "910667977fdf9ecd503b34e061c70a2a4c169590b6107ad7de350242210c1bed"
+SHA256 = "f14b28025316740ee7f94335fae8785b7a0c7f38bb4337554f160efd0429784d"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
