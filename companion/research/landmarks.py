@@ -19,28 +19,16 @@ from companion.research.words import alternation, word_set
 
 # "the isle of bute", "the vale of glamorgan": the kind, then "of", then the name.
 _KIND_OF = re.compile(
-    r"\b(?:the\s+)?(?i:isle|isles|island|islands|lake|loch|lough|mount|vale|forest|port|"
-    r"bay|county|republic|kingdom|gulf|straits?|river|valley|city|town|village)\s+of\s+"
-    r"(?:the\s+)?([A-Za-z][\w'-]+)"
+    rf"\b(?:the\s+)?(?i:{alternation('landmarks_kind_of')})\s+of\s+(?:the\s+)?([A-Za-z][\w'-]+)"
 )
 # "loch ness", "mount snowdon", "lake windermere", "county mayo": the kind, then the name.
-_KIND_NAME = re.compile(
-    r"\b(?i:lake|loch|lough|mount|mt|river|glen|ben|cape|county|fort|isle|st|saint)\.?\s+"
-    r"([A-Za-z][\w'-]+)"
-)
+_KIND_NAME = re.compile(rf"\b(?i:{alternation('landmarks_kind_name')})\.?\s+([A-Za-z][\w'-]+)")
 # "the brecon beacons", "the leeds and liverpool canal", "the norwegian fjords": a name, then
 # the kind (one or two name words, "and" between two).
 _NAME_KIND = re.compile(
     r"\b(?:(?i:the)\s+)?([A-Za-z][\w'-]+)(?:\s+(?:and|&)\s+([A-Za-z][\w'-]+))?\s+"
-    r"(?i:canal|mountains|hills|fells|moors|beacons|dales|islands|isles|peninsula|valley|"
-    r"estuary|coast|riviera|fjords|alps|highlands|lakes|broads|falls|gorge|national park|"
-    r"cathedral|abbey|castle|pier|sands|heath|downs|wolds|marshes|glens|firth|fields|fell|"
-    r"water|tarn|crag|pike|beck|gill|moor)\b"
+    rf"(?i:{alternation('landmarks_name_kind')})\b"
 )
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
 
 
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
@@ -49,6 +37,8 @@ _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great
 # place in one town, so it locates the speaker as a town does.
 _HEADS = alternation("place_heads")
 _HEAD = re.compile(rf"\b(?i:{_HEADS})\b")
+# "the Ilkley Bowls Club", "morettis kitchen": an organisation named by its kind the same way.
+_ORG_HEAD = re.compile(rf"\b(?i:{alternation('org_heads')})\b")
 _INSIDE = re.compile(r"[a-z,]\s+$")  # a lower-case word before: not a sentence's start
 _BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")
 
@@ -60,7 +50,7 @@ _MODIFIERS = word_set("landmarks_modifiers")
 # part of ordinary words is still a proper name ("at the city hospital" stays).
 _BARE_CUES = word_set("landmarks_bare_cues")
 _BARE_HEADS = word_set("landmarks_bare_heads")
-_TITLED = _words("st saint royal queen king prince princess")
+_TITLED = frozenset({"st", "saint", "royal", "queen", "king", "prince", "princess"})
 _QUARTER = re.compile(r"\b(?i:the)\s+(?i:north|south|east|west)\s+(?i:end)\b(?!\s+of\b)")
 
 
@@ -107,25 +97,27 @@ def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
     spans += [Span(m.start(1), m.end(1), "PLACE") for m in _VENUE.finditer(text)
               if m.group(1).split()[0].lower() not in _NOT_VENUES
               or " " in m.group(1) and m.group(1).split()[0] in ("Queen", "King")]  # fmt: skip
-    return spans + _headed(text, lower, gaz)
+    orgs = tag("org_kind", _headed(text, lower, gaz, _ORG_HEAD, "ORG"))
+    return spans + _headed(text, lower, gaz) + orgs
 
 
-def _head_phrases(text: str) -> list[tuple[int, int, int]]:
+def _head_phrases(text: str, kinds: re.Pattern[str]) -> list[tuple[int, int, int]]:
     """(start of the up to three words before a kind, the kind's start, its end) for every
     kind, so that "kings college hospital" is read at "hospital" and not only at "college"."""
     out = []
-    for h in _HEAD.finditer(text):
+    for h in kinds.finditer(text):
         if before := _BEFORE_HEAD.search(text, max(0, h.start() - 160), h.start()):
             out.append((before.start(), h.start(), h.end()))
     return out
 
 
-def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
+def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HEAD,
+            label: str = "PLACE") -> list[Span]:  # fmt: skip
     """Buildings and districts named with their kind: the name words just before the kind,
     as many as can be (typed: capitalised with the kind capitalised too; spoken: at least
     one no English word, or bare after a preposition)."""
     spans = []
-    for start, head_start, head_end in _head_phrases(text):
+    for start, head_start, head_end in _head_phrases(text, kinds):
         head = text[head_start:head_end]
         words = list(re.finditer(r"\S+", text[start:head_start]))
         # keep the words nearest the kind that can belong to a name
@@ -151,7 +143,7 @@ def _headed(text: str, lower: bool, gaz: Gazetteer) -> list[Span]:
             ok = any(not gaz.is_ordinary(w.group(0).removesuffix("'s")) or w.group(0) in _TITLED
                      for w in kept)  # fmt: skip
         if ok and kept:
-            spans.append(Span(start + kept[0].start(), head_end, "PLACE"))
+            spans.append(Span(start + kept[0].start(), head_end, label))
     return spans
 
 
@@ -190,7 +182,7 @@ def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
             and not text[: span.end].endswith("'s")
         ):
             span = replace(span, end=kind.end(), label="PLACE")
-        if span.label == "PLACE" and (m := _THE.search(text, 0, span.start)):
+        if span.label in ("PLACE", "ORG") and (m := _THE.search(text, 0, span.start)):
             span = replace(span, start=m.start())
         out.append(span)
     return out

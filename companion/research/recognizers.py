@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from companion.research import context, intros, numbers, spoken, unknown
+from companion.research import addresses, context, intros, numbers, spoken, unknown
 from companion.research.casing import pet_names, place_phrases, typed_names
 from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
@@ -24,14 +24,9 @@ from companion.research.words import TOKEN, alternation, data, ordinary, word_se
 if TYPE_CHECKING:
     from companion.research.gazetteer import Gazetteer
 
-_STREET_LISTS = ("street_kinds", "street_kinds_written_only")
-_STREETS = alternation(*_STREET_LISTS)
-_STREETS_TITLED = alternation(*_STREET_LISTS, title=True)
 NOT_NAMES = alternation("not_names")
 _RELATIONS = alternation("relations")
 
-NAMED_STREET = re.compile(rf"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+){{0,2}}\s+(?:{_STREETS_TITLED})\b")
-POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)  # UK style
 def _cued(cue: str, words: int = 2) -> re.Pattern[str]:
     """Up to `words` words after `cue`, "called" or "named" between them allowed."""
     name = rf"[A-Za-z][\w'-]+(?:\s+[A-Za-z][\w'-]+){{0,{words - 1}}}"
@@ -175,8 +170,6 @@ def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
 
 
 TEXT: tuple[Recognizer, ...] = (
-    R("postcode", "ADDRESS", (POSTCODE,)),
-    R("named_street", "ADDRESS", (NAMED_STREET,)),
     *(R(name, label, (p,)) for name, label, p in (*numbers.PATTERNS, *spoken.PATTERNS)),
     *(R(n, e, find=lambda t, f=f: [Span(*s) for s in f(t.text)], case=c)
       for n, e, f, c in numbers.FINDERS),  # fmt: skip
@@ -188,6 +181,12 @@ TEXT: tuple[Recognizer, ...] = (
     R("pet", "PET", find=_cue_names(_PET, "PET"), stage="plain"),
     R("birthday_name", "PERSON", find=_birthday),
     *(R(name, label, (p,)) for name, label, p in spoken.GROUPED),
+    R("postcode", "ADDRESS", addresses.POSTCODES),
+    R("said_postcode", "ADDRESS", find=lambda t: addresses.said_postcodes(t.text), case="lower"),
+    R("named_street", "ADDRESS", (addresses.NAMED_STREET,)),
+    R("foreign_street", "ADDRESS", find=lambda t: addresses.foreign_streets(t.text, t.nameish)),
+    R("address_unit", "ADDRESS", (addresses.UNIT,)),
+    R("street_widened", "ADDRESS", find=lambda t: addresses.widened(t.text, t.found)),
     R("name_is_age", "AGE", find=_name_is_age),
     R("age_marked", "AGE", (spoken.AGE_MARKED,)),
     R("own_names", "PERSON", find=_own_names),
@@ -199,6 +198,7 @@ GAZETTEER: tuple[Recognizer, ...] = (
     R("pet_name", "PET", find=_g(pet_names), stage="gazetteer", case="lower"),
     R("context_name", "PERSON", find=_g(context_names, "common"), stage="gazetteer", case="lower"),
     R("place_phrase", "PLACE", find=_g(place_phrases), stage="gazetteer", case="lower"),
+    R("org_name", "ORG", find=_g(addresses.organisations), stage="gazetteer"),
     R(
         "unknown_name",
         "PERSON",
@@ -211,6 +211,7 @@ GAZETTEER: tuple[Recognizer, ...] = (
 AFTER: tuple[Recognizer, ...] = (
     R("ner", "PERSON", stage="after"),
     R("landmarks", "PLACE", stage="after"),
+    R("org_kind", "ORG", stage="after"),
     R("spelled_name", "PERSON", stage="after", case="lower"),
     R("propagate", "PERSON", stage="after"),
 )

@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "a018b1eaea042a89b851f3ca82b687e0d0088f809e258c4065c07da9efd00658"
+SHA256 = "7ca4256e9ccc4c60a146f4dd2d2e276f706feafa137ad7421f138c1e85af24ee"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:

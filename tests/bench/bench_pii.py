@@ -71,7 +71,8 @@ DEV_SETS = {
     12: "twelfth",
     13: "thirteenth",
     14: "fourteenth",
-    20: "twenty-eighth (numbers)",
+    20: "issue 28 (numbers, ids, URLs, weekdays)",
+    21: "issue 28 (addresses and organisations)",
 }
 HELD_OUT = 15
 # Held out by issue 28, in another genre (customer-service calls; local-history profiles, an
@@ -301,7 +302,8 @@ if __name__ == "__main__":
             break
         report(f"set 3, {name} (the development set since issue 14)",
                *recall(redactor, False, part), show=args.misses)  # fmt: skip
-    held = [(f"set {n}", set_path(n), f"a development set since issue 14's {r} round")
+    held = [(f"set {n}", set_path(n), f"a development set of {r}" if r.startswith("issue")
+             else f"a development set since issue 14's {r} round")
             for n, r in DEV_SETS.items() if getattr(args, f"set{n}")]  # fmt: skip
     if getattr(args, f"set{HELD_OUT}"):  # the held-out result: counts only, never its misses
         held.append((f"held-out set {HELD_OUT}", set_path(HELD_OUT),

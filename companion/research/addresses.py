@@ -1,0 +1,172 @@
+"""Addresses and organisations, typed or as a recogniser writes them.
+
+A street is found by its kind after the name ("Quarry Lane"), before it ("rue des Martyrs",
+"ul. Mickiewicza") or inside one word ("Kastanienallee", "Prinsengracht"); it is then widened
+to what locates a home on it: the house number on either side, the flat, suite or unit, a
+floor. Postcodes are read by each country's shape, the bare five digits only where a city,
+a state or a house number stands by them. An organisation is a name with a company suffix,
+or the name after "work for", "employed by" ("i work for dunmore haulage").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from companion.research.context import STOP
+from companion.research.gazetteer import Gazetteer
+from companion.research.ner import Span
+from companion.research.words import alternation, word_set
+
+_STREETS = alternation("street_kinds", "street_kinds_written_only", title=True)
+_UNITS = alternation("address_units")
+_NUM = rf"(?:{alternation('said_digits', 'address_number_words')})\b"
+_SEQ = rf"{_NUM}(?:[\s-]+(?:and\s+)?{_NUM})*"  # "three ten", "two hundred and six"
+_ORDINALS = alternation("address_ordinals")
+_NAME = r"[A-Z][\w'’-]+"
+NAMED_STREET = re.compile(
+    rf"\b(?:(?:{_NAME}\s+)?\d+(?:st|nd|rd|th)|{_NAME})(?:\s+{_NAME}){{0,2}}\s+(?:{_STREETS})\b"
+)
+# "rue des Martyrs", "Calle Toledo", "ul. Mickiewicza": the kind first (the words English
+# shares, "via", "place", "avenue", only with a particle or a number after the name).
+_PARTICLE = r"(?:(?:de|du|des|la|le|del|della|di|da|do|dos|das|der|van)\s+)"
+_PREFIXED = re.compile(
+    rf"\b(?:(?i:{alternation('street_prefixes')})\.?\s+{_PARTICLE}*"
+    rf"|(?i:{alternation('street_prefixes_shared')})\s+(?={_PARTICLE}|\S+\s+(?:\d|{_SEQ}\b))"
+    rf"{_PARTICLE}*)([A-Za-z][\w'’-]+)"
+)
+# "Schillerstraße", "prinsengracht", "Oberer Weg": the kind inside the word or after.
+_COMPOUND = re.compile(
+    rf"\b[A-Za-z][\w'-]*?(?:{alternation('street_suffixes')})\b"
+    rf"|\b[A-Za-z][\w'-]+\s+(?i:{alternation('street_suffixes')})\b"
+)
+UNIT = re.compile(
+    rf"\b(?i:{_UNITS}|po box)\.?\s+(?:\d[\w/-]{{0,4}}|[A-Z]\b|{_SEQ}(?:\s+[a-h]\b)?)"
+    r"(?:(?:\s+[A-Za-z][\w'-]+){1,3}\s+(?i:estate|park|centre))?"
+)
+_CORNER = re.compile(r"\b(?i:corner of)\s+([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)\s+and\s+"
+                     r"([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")  # fmt: skip
+# What stands before a street and belongs to it: "Flat 2, 19", "apt seven c three ten".
+_LEFT = re.compile(
+    rf"(?<![\w'-])(?:(?:(?:{_UNITS})\.?\s+(?:[\dA-Za-z][\w/-]{{0,5}}|{_SEQ}(?:\s+[a-h])?)|(?:The\s+)?"
+    rf"(?:{_NAME}\s+){{0,2}}(?:{alternation('building_kinds', title=True)})),?\s+)?"
+    rf"(?:(?:no\.?|number)\s+)?(?:(?:\d{{1,5}}[A-Za-z]?(?:[-/]\d+)?|{_SEQ}(?:\s+[a-h])?),?\s+)?$",
+    re.IGNORECASE,
+)
+_RIGHT = re.compile(
+    rf"(?:\s+(?:\d{{1,5}}[a-z]?(?:-bis)?\b|{_SEQ}(?:\s+[a-h]\b)?))?"
+    rf"(?:,?\s+(?:(?:{_UNITS})\.?\s+(?:\d+\w?|{_SEQ})|\d+[º°ª]\s+\w+|(?:{_ORDINALS})\s+floor"
+    r"(?:\s+(?:left|right))?))?(?:\s+(?:north|south|east|west)\b)?",
+    re.IGNORECASE,
+)
+# Postcodes by shape: UK; US ZIP(+4) after a state or city (the state taken too); five digits
+# before a city (DE, FR, IT, ES); NL "1012 AB"; PL/PT "60-833" before a city; four digits
+# after a house number (AT, CH, BE); IE Eircode; CA (its province taken too).
+POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)
+POSTCODES = (
+    POSTCODE,
+    re.compile(r"\b(?:[A-Z]{2}|[A-Z][a-z]+),? \d{5}(?:-\d{4})?\b|\b\d{5}-\d{4}\b"),
+    re.compile(r"\b\d{5}(?= [A-ZÀ-Þ])|\b\d{2,4}-\d{3}(?= [A-ZÀ-Þ])|(?<=\d, )\d{4}(?= [A-Z])"),
+    re.compile(rf"\b[1-9]\d{{3}} ?(?!(?:{alternation('not_postcode_letters')})\b)[A-Z]{{2}}\b"),
+    re.compile(r"\b[AC-FHKNPRTV-Y]\d[\dW] ?(?=[\dA-Z]*\d)[\dAC-FHKNPRTV-Y]{4}\b"),
+    re.compile(r"\b(?:[A-Z]{2},? )?[ABCEGHJ-NPRSTVXY]\d[A-Z] ?\d[A-Z]\d\b"),
+)
+# Read out: "three oh one one b d", "t two three r two k seven", "six oh dash eight three three".
+_CODE = re.compile(
+    rf"(?<![\w'-])(?:{_NUM}|[b-hj-z]\b|dash\b)(?:\s+(?:{_NUM}|[a-z]\b|dash\b)){{4,8}}"
+)
+
+
+def said_postcodes(text: str) -> list[Span]:
+    """Runs of single letters and digits said one by one, at least three digits and a letter
+    or a dash among them."""
+    spans = []
+    for m in _CODE.finditer(text):
+        words = m.group(0).split()
+        digits = sum(bool(re.fullmatch(_NUM, w)) for w in words)
+        if digits >= 3 and len(words) - digits >= 1:
+            spans.append(Span(m.start(), m.end(), "ADDRESS"))
+    return spans
+
+
+def _near(text: str, span: Span) -> Span:
+    """A street grown over its number and flat or floor on either side."""
+    start, end = span.start, span.end
+    if m := _LEFT.search(text, max(0, start - 80), start):
+        start = m.start()
+    if m := _RIGHT.match(text, end):
+        end = max(end, m.end())
+    return Span(start, end, "ADDRESS")
+
+
+def foreign_streets(text: str, nameish: Callable[[str], bool] | None) -> list[Span]:
+    """Streets named by a kind before or inside the name, and the two of a corner."""
+    lower = not any(c.isupper() for c in text)
+
+    def named(word: str) -> bool:  # typed: capitalised; said: no ordinary word
+        return word[0].isupper() if not lower else nameish is not None and nameish(word)
+
+    spans = [Span(m.start(), m.end(), "ADDRESS") for m in _PREFIXED.finditer(text)
+             if named(m.group(1))]  # fmt: skip
+    spans += [Span(m.start(), m.end(), "ADDRESS") for m in _COMPOUND.finditer(text)
+              if named(m.group(0).split()[0])]  # fmt: skip
+    return spans + [Span(m.start(g), m.end(g), "ADDRESS") for m in _CORNER.finditer(text)
+                    for g in (1, 2) if named(m.group(g))]  # fmt: skip
+
+
+def widened(text: str, found: list[Span]) -> list[Span]:
+    """Every street found so far, grown over the number and unit around it."""
+    return [_near(text, s) for s in found if s.label == "ADDRESS"]
+
+
+_SUFFIX = rf"(?:{alternation('org_suffixes')})"
+_SUFFIXED = re.compile(rf"\b(?:{_NAME}\s+(?:(?:&|and|und|de|of|for)\s+)?){{1,5}}{_SUFFIX}(?!\w)")
+_SHOP = re.compile(rf"\b{_NAME}'s\s+(?!(?:{alternation('not_shop_heads', title=True)})\b){_NAME}")
+# Said, a suffix no ordinary phrase ends in ("... limited", "... b v"); a cue before a name
+# ("worked for", "employed by"); a kind said first ("école", "banco", "colegio").
+_SAID_SUFFIX = re.compile(rf"(?<=\s)(?:{alternation('org_suffixes_said')})\b")
+_CUE = re.compile(rf"\b(?i:{alternation('org_cues')})\s+(?:the\s+)?")
+_KIND_FIRST = re.compile(rf"\b(?i:{alternation('org_prefixes')})\s+")
+_STOP = STOP - {"and", "of"} | word_set("org_stops")
+_KINDS = word_set("org_heads", "place_heads", "org_suffixes_said") | {"group", "services"}
+_WORD = re.compile(r"[\w'&-]+")
+_JOINS = ("and", "of", "&", "de", "del", "la")
+
+
+def _run(text: str, words: list[re.Match[str]], lower: bool) -> list[re.Match[str]]:
+    """The name words of `words` (in reading order from the cue): up to a function word,
+    a punctuation mark or, typed, a word without a capital."""
+    kept: list[re.Match[str]] = []
+    for w in words[:6]:
+        base = w.group(0).lower()
+        gap = text[kept[-1].end() : w.start()] if kept else ""
+        if base in _STOP or gap.strip() or not (lower or w[0][0].isupper() or base in _JOINS):
+            break
+        kept.append(w)
+    return kept
+
+
+def organisations(text: str, gaz: Gazetteer) -> list[Span]:
+    """ORG spans: typed, a capitalised name with a company suffix or a shop's "X's"; typed
+    or said, the name words after a cue or a kind said first, or before a suffix, when one
+    is no ordinary word or the last is the organisation's kind."""
+    lower = not any(c.isupper() for c in text)
+    spans = [] if lower else [Span(m.start(), m.end(), "ORG") for p in (_SUFFIXED, _SHOP)
+                              for m in p.finditer(text)]  # fmt: skip
+    runs = [(_run(text, list(_WORD.finditer(text, m.end())), lower), False)
+            for m in _CUE.finditer(text)]  # fmt: skip
+    runs += [(_run(text, list(_WORD.finditer(text, m.start())), lower), True)
+             for m in _KIND_FIRST.finditer(text)]  # fmt: skip
+    if lower:
+        for m in _SAID_SUFFIX.finditer(text):
+            before = _run(text, list(reversed(list(_WORD.finditer(text, 0, m.start()))))[:5], True)
+            if len(before) > 1 or before and not gaz.is_ordinary(before[0].group(0)):
+                spans.append(Span(before[-1].start(), m.end(), "ORG"))
+    for words, kind_first in runs:  # a kind said first and two words: "liceo mario rossi"
+        while words and words[-1].group(0).lower() in _JOINS:
+            words.pop()
+        rare = any(not gaz.is_ordinary(w.group(0).lower().removesuffix("'s")) for w in words)
+        kind = len(words) > 1 and words[-1].group(0).lower() in _KINDS
+        if words and (rare or kind or kind_first and len(words) > 2):
+            spans.append(Span(words[0].start(), words[-1].end(), "ORG"))
+    return spans
