@@ -29,7 +29,7 @@ NAMED_STREET = re.compile(
 )
 # "rue des Martyrs", "Calle Toledo", "ul. Mickiewicza": the kind first (the words English
 # shares, "via", "place", "avenue", only with a particle or a number after the name).
-_PARTICLE = r"(?:(?:de|du|des|la|le|del|della|di|da|do|dos|das|der|van)\s+)"
+_PARTICLE = rf"(?:(?:{alternation('street_particles')})\s+)"
 _PREFIXED = re.compile(
     rf"\b(?:(?i:{alternation('street_prefixes')})\.?\s+{_PARTICLE}*"
     rf"|(?i:{alternation('street_prefixes_shared')})\s+(?={_PARTICLE}|\S+\s+(?:\d|{_SEQ}\b))"

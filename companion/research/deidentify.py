@@ -32,6 +32,7 @@ from companion.research.words import TOKEN, ordinary
 SALT_NAME = "export_salt"
 
 _PRIORITY = ["EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG"]
+_NUMBERED = frozenset(("EMAIL", "ID", "PHONE", "ADDRESS"))
 
 
 @dataclass(frozen=True)
@@ -73,10 +74,11 @@ class Redactor:
             self._learn(m.group(1) for m in _after(self.own(), texts) if not m.string.islower())
 
     def _learn(self, words: Iterable[str]) -> None:
+        skip = intros.GLUE_WORDS | intros.PARTICLES
         for word in words:
             word = word.lower().removesuffix("'s")
             for part in {word, *word.split("-")}:
-                if len(part) > 2 and part not in intros.GLUE_WORDS and self.nameish(part):
+                if len(part) > 2 and part not in skip and self.nameish(part):
                     self.learned.add(part)
 
     def nameish(self, word: str) -> bool:
@@ -151,16 +153,21 @@ def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
 
 def apply_spans(text: str, spans: list[Span]) -> str:
     """Replace the union of `spans` with their tags, overlapping spans merged into one that
-    keeps the most specific tag."""
-    merged: list[tuple[int, int, str]] = []
+    keeps the most specific tag; of the number-like tags, the widest span's (a postcode in
+    a whole address is the address; a number read in a reference, the reference)."""
+    merged: list[tuple[int, int, str, int]] = []
     for s in sorted(spans, key=lambda s: (s.start, -s.end)):
+        width = s.end - s.start if s.label in _NUMBERED else 0
         if merged and s.start < merged[-1][1]:
-            start, end, label = merged[-1]
-            merged[-1] = (start, max(end, s.end), min(label, s.label, key=_PRIORITY.index))
+            start, end, label, wide = merged[-1]
+            rank = (-width, _PRIORITY.index(s.label))
+            if rank < (-wide, _PRIORITY.index(label)):
+                label, wide = s.label, width
+            merged[-1] = (start, max(end, s.end), label, wide)
         else:
-            merged.append((s.start, s.end, s.label))
+            merged.append((s.start, s.end, s.label, width))
     out, pos = [], 0
-    for start, end, label in merged:
+    for start, end, label, _ in merged:
         out += [text[pos:start], f"[{label}]"]
         pos = end
     return "".join(out) + text[pos:]

@@ -12,13 +12,17 @@ import re
 from companion.research.words import alternation, word_set
 
 GLUE_WORDS = word_set("glue")
+PARTICLES = word_set("surname_particles")
 _TITLES = alternation("titles")
 # A name word: no glue word or title, an initial ("Z.") too.
 _WORD = rf"(?!(?:{alternation('glue')}|{_TITLES})\b)[a-z](?:[\w'-]+|\.)"
 
 
+_PARTICLE = rf"(?:\s+(?:{alternation('surname_particles')}))*"  # "de", "van der"
+
+
 def _name(words: int) -> str:
-    return rf"({_WORD}(?:(?:\s+|,?\s+or\s+){_WORD}){{0,{words - 1}}})"  # "bel or belle"
+    return rf"({_WORD}(?:(?:{_PARTICLE}\s+|,?\s+or\s+){_WORD}){{0,{words - 1}}})"  # "bel or belle"
 
 
 _NAME_IS = r"my (?:first |last |sur|family |full |maiden |married |middle |christian |given )?name"
@@ -26,7 +30,7 @@ _TITLE = rf"(?:(?:{_TITLES})\.?\s+)?"
 OWN = (
     re.compile(
         rf"\b(?:{_NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) (?:called|known as)|i go by|"
-        r"call(?:s|ed|ing)? me|know(?:s|n)? me as|the name(?:'s| is)|"
+        r"call(?:s|ed|ing)? me|(?:know(?:s|n)?|knew) me as|the name(?:'s| is)|"
         r"(?:name|put|signed|spelt|spelled) (?:it )?(?:as|under)|"
         rf"(?:i am|i'm)(?=\s+(?:{_TITLES})\b))\s+"
         rf"{_TITLE}{_name(3)}",

@@ -68,7 +68,7 @@ def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
 # Typed: "a party at the Athena", "rugby at the Millennium": a capitalised word (or two)
 # after "at/to/from the" inside a sentence names a venue, the way a story names a pub.
 _VENUE = re.compile(
-    r"(?<=[a-z,] )(?:at|to|from|outside|near|into|round|opposite|behind|under|for|of) the "
+    rf"(?<=[a-z,] )(?:{alternation('venue_prepositions')}) the "
     r"([A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?)\b"
 )
 _NOT_VENUES = _MODIFIERS | word_set("landmarks_not_venues")

@@ -3,7 +3,8 @@ rose", later "rose came round"): the words of every PERSON and PET span of an ex
 redacted in all its other texts too (and in later batches: `Redactor.propagated`) when they
 can be told from ordinary words: no English word, a census first name that is not among the
 most frequent words ("rose", "grant" spread; "will", "hope" do not), a rare word found as a
-name, or a pet's name that is a rare word ("pickle"). Months and weekdays never spread.
+name, or a pet's name that is a rare word ("pickle"). Months, weekdays and a surname's
+particles ("van", "de") never spread.
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ if TYPE_CHECKING:
 NAME_ZIPF = THRESHOLDS["spread_name_zipf"]  # wordfreq Zipf: "rose" 4.8 spreads, "hope" 5.4 not
 RARE_ZIPF = THRESHOLDS["spread_rare_zipf"]  # any word found as a name: "rowan" 3.3, not "brook"
 PET_ZIPF = THRESHOLDS["spread_pet_zipf"]  # "pickle" 3.5 spreads; "buddy" 4.3 does not
-_CALENDAR = word_set("months", "weekdays")
+_NEVER = word_set("months", "weekdays", "surname_particles")  # "van": a word of many names
 
 
 def spreads(word: str, label: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
     """May `word`, found in a `label` span, be redacted wherever else it is said?"""
-    if len(word) < 3 or word in _CALENDAR:
+    if len(word) < 3 or word in _NEVER:
         return False
     zipf = freq.get(word, 0.0)
     if not gaz.is_ordinary(word) and zipf < NAME_ZIPF:

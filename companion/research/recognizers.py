@@ -98,14 +98,16 @@ def is_name(word: str, t: Text) -> bool:
 def _words(matches: Iterable[re.Match[str]], ok: Callable[[str], bool], label: str = "PERSON"
            ) -> list[Span]:  # fmt: skip
     """The words of each match's group 1 from the first while `ok` accepts them (an "or"
-    between two names skipped)."""
+    between two names, a surname's particle, taken as they come)."""
     found = []
     for m in matches:
         for w in TOKEN.finditer(m.group(1)):
-            if w.group(0).lower() != "or":
-                if not ok(w.group(0).removesuffix("'s")):
-                    break
-                found.append(Span(m.start(1) + w.start(), m.start(1) + w.end(), label))
+            low = w.group(0).lower()
+            if low == "or":
+                continue
+            if low not in intros.PARTICLES and not ok(w.group(0).removesuffix("'s")):
+                break
+            found.append(Span(m.start(1) + w.start(), m.start(1) + w.end(), label))
     return found
 
 
@@ -178,7 +180,8 @@ TEXT: tuple[Recognizer, ...] = (
     R("related", "PERSON", find=_cue_names(_RELATED), stage="plain"),
     R("contact", "PERSON", find=_cue_names(_CONTACT), stage="plain"),
     R("spelled", "PERSON", (intros.SPELLED,), stage="plain"),
-    R("pet", "PET", find=_cue_names(_PET, "PET"), stage="plain"),
+    # typed, or without the gazetteer; with it, `pet_name` reads pets in lower-case text
+    R("pet", "PET", find=lambda t: [] if t.lower and t.gaz else _cue_names(_PET, "PET")(t)),
     R("birthday_name", "PERSON", find=_birthday),
     *(R(name, label, (p,)) for name, label, p in spoken.GROUPED),
     R("postcode", "ADDRESS", addresses.POSTCODES),

@@ -15,7 +15,7 @@ from typing import Any
 from companion.errors import ConfigError
 
 DATA_FILE = "deidentify.json"
-SHA256 = "7ca4256e9ccc4c60a146f4dd2d2e276f706feafa137ad7421f138c1e85af24ee"
+SHA256 = "b661235fc03600b2425b636dd3e303a61309f37c2e2aff74341964edcaf418e7"
 
 
 def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:

@@ -48,9 +48,9 @@ def redactor() -> Redactor:
         # postcodes by country
         ("Her address ends Chicago, IL 60614-2210.", "60614-2210", "[ADDRESS]|[ID]"),
         ("The parcel came from 3011 BD Rotterdam.", "3011 BD", "[ADDRESS]"),
-        ("His eircode is T23 R2K7, near the quay.", "T23 R2K7", "[ADDRESS]"),
+        ("His eircode is T23 R2K7, near the quay.", "T23 R2K7", "[ADDRESS]|[ID]"),
         ("They moved to Winnipeg, MB R3C 4T3 in May.", "R3C 4T3", "[ADDRESS]"),
-        ("the eircode is k three six r two x nine", "k three six r two x nine", "[ADDRESS]"),
+        ("the eircode is k three six r two x nine", "k three six r two x nine", "[ADDRESS]|[ID]"),
     ],
 )
 def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:

@@ -149,3 +149,19 @@ def test_a_name_given_after_a_title_is_learned() -> None:
     out = [apply_spans(t, s) for t, s in zip(texts, redactor.spans_many(texts), strict=True)]
     assert "tibbs" not in out[0] and "Tibbs" not in out[1], out
     assert "tibbs" in redactor.learned and "granny" not in redactor.learned
+
+
+def test_a_surname_with_its_particle_is_taken_whole() -> None:
+    """A surname's particle ("van", "de la") is part of the name given, and only the name
+    itself is learned: the particle alone stays elsewhere."""
+    redactor = redactor_for(["Aurelie"], load_pipeline())
+    texts = [
+        "my name is aurelie van der sluis and i came over in the sixties",
+        "Everyone at the depot knew me as Aurelie de la Fontaine.",
+        "the sluis family had a bakery and we went to the van every friday",
+    ]
+    out = [apply_spans(t, s) for t, s in zip(texts, redactor.spans_many(texts), strict=True)]
+    assert "van der sluis" not in out[0] and "sluis" not in out[0], out
+    assert "de la Fontaine" not in out[1] and "Fontaine" not in out[1], out
+    assert "sluis" not in out[2] and "the van every" in out[2], out
+    assert {"sluis", "fontaine"} <= redactor.learned and not {"van", "der", "la"} & redactor.learned
