@@ -32,7 +32,7 @@ from companion.research.words import TOKEN, ordinary
 SALT_NAME = "export_salt"
 
 _PRIORITY = ["EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG"]
-_NUMBERED = frozenset(("EMAIL", "ID", "PHONE", "ADDRESS"))
+_WIDEST = frozenset(("EMAIL", "ID", "PHONE", "ADDRESS", "ORG"))
 
 
 @dataclass(frozen=True)
@@ -153,11 +153,11 @@ def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
 
 def apply_spans(text: str, spans: list[Span]) -> str:
     """Replace the union of `spans` with their tags, overlapping spans merged into one that
-    keeps the most specific tag; of the number-like tags, the widest span's (a postcode in
-    a whole address is the address; a number read in a reference, the reference)."""
+    keeps the most specific tag, or of things with parts found by a rule (not NER), the widest
+    span's: a postcode in an address is the address, a surname in a company's name the company."""
     merged: list[tuple[int, int, str, int]] = []
     for s in sorted(spans, key=lambda s: (s.start, -s.end)):
-        width = s.end - s.start if s.label in _NUMBERED else 0
+        width = s.end - s.start if s.label in _WIDEST and s.rule != "ner" else 0
         if merged and s.start < merged[-1][1]:
             start, end, label, wide = merged[-1]
             rank = (-width, _PRIORITY.index(s.label))
