@@ -227,16 +227,10 @@ def month(days: int) -> None:
     import tempfile
 
     from companion.research.export import ExportOptions, export_home
-    from tests.helpers.study import fill_study, make_home
+    from tests.helpers.study import long_story_month
 
     root = Path(tempfile.mkdtemp(prefix="bench-pii-"))
-    opened = make_home(root / "home", "P014", OWN_FIRST)
-    fill_study(opened, days, seed=14, skip=0, interrupt=0)
-    paragraphs = [" ".join(p.text for p in planted_sentences(12, seed=i)) for i in range(days)]
-    rows = opened.db.execute("SELECT id FROM turns WHERE speaker = 'participant' AND purpose "
-                             "IN ('story', 'follow_up')").fetchall()  # fmt: skip
-    for i, (turn,) in enumerate(rows):
-        opened.db.execute("UPDATE turns SET text = ? WHERE id = ?", [paragraphs[i % days], turn])
+    opened, long_turns = long_story_month(root / "home", days)
     words = sum(len(str(t).split()) for (t,) in opened.db.execute(
         "SELECT text FROM turns WHERE speaker = 'participant'"))  # fmt: skip
     load_pipeline.cache_clear()  # time a cold export: the pipeline's load counts
@@ -245,7 +239,7 @@ def month(days: int) -> None:
                          ExportOptions(deidentify=True, include_transcripts=True))  # fmt: skip
     elapsed = time.perf_counter() - t0
     print(
-        f"\nmonth: {days} sessions, {len(rows)} story turns, {words} participant words, "
+        f"\nmonth: {days} sessions, {long_turns} story turns, {words} participant words, "
         f"{result.rows['turns']} turns, {result.rows['self_reports']} answers: "
         f"export --deidentify --include-transcripts {elapsed:.1f} s (pipeline load included)"
     )

@@ -161,6 +161,21 @@ def fill_study(opened: app.Opened, days: int, seed: int, start: datetime | None 
     return counts
 
 
+def long_story_month(path: Path, days: int) -> tuple[app.Opened, int]:
+    """One device's month with every story turn a long paragraph of planted details (about
+    200 words, as a spoken story runs): the home and how many turns were made long."""
+    from tests.helpers.planted import OWN_FIRST, planted_sentences
+
+    opened = make_home(path, "P014", OWN_FIRST)
+    fill_study(opened, days, seed=14, skip=0, interrupt=0)
+    paragraphs = [" ".join(p.text for p in planted_sentences(12, seed=i)) for i in range(days)]
+    rows = opened.db.execute("SELECT id FROM turns WHERE speaker = 'participant' AND purpose "
+                             "IN ('story', 'follow_up')").fetchall()  # fmt: skip
+    for i, (turn,) in enumerate(rows):
+        opened.db.execute("UPDATE turns SET text = ? WHERE id = ?", [paragraphs[i % days], turn])
+    return opened, len(rows)
+
+
 def build_study(root: Path, homes: int = 3, days: int = 4, deidentify: bool = True,
                 fmt: str = "csv", protocol_text: str | None = None,
                 record: bool = True) -> tuple[list[app.Opened], list[Path]]:  # fmt: skip

@@ -246,17 +246,9 @@ def test_a_month_reviews_in_one_page(tmp_path):
     import time
 
     from tests.helpers.browser import Browser
-    from tests.helpers.planted import OWN_FIRST, planted_sentences
-    from tests.helpers.study import fill_study
+    from tests.helpers.study import long_story_month
 
-    days = 30
-    opened = make_home(tmp_path / "home", "P014", OWN_FIRST)
-    fill_study(opened, days, seed=14, skip=0, interrupt=0)
-    paragraphs = [" ".join(p.text for p in planted_sentences(12, seed=i)) for i in range(days)]
-    turns = opened.db.execute("SELECT id FROM turns WHERE speaker = 'participant' AND purpose "
-                              "IN ('story', 'follow_up')").fetchall()  # fmt: skip
-    for i, (turn,) in enumerate(turns):
-        opened.db.execute("UPDATE turns SET text = ? WHERE id = ?", [paragraphs[i % days], turn])
+    opened, long_turns = long_story_month(tmp_path / "home", 30)
     t0 = time.perf_counter()
     done = export(opened.home.path, tmp_path / "out")
     elapsed = time.perf_counter() - t0
@@ -265,7 +257,7 @@ def test_a_month_reviews_in_one_page(tmp_path):
     folder = tmp_path / "out.review"
     rows = read_rows(folder / review.CSV_NAME)
     manifest = read_manifest(tmp_path / "out")
-    assert len(rows) == sum(manifest["review"].values()) > len(turns)
+    assert len(rows) == sum(manifest["review"].values()) > long_turns
     assert (folder / review.HTML_NAME).stat().st_size < 4 * 1024 * 1024
     browser = Browser()
     try:
