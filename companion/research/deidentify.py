@@ -31,7 +31,8 @@ from companion.research.words import TOKEN, ordinary
 
 SALT_NAME = "export_salt"
 
-_PRIORITY = ["EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG"]
+# Every tag a redaction writes, the most specific first.
+TAGS = ("EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG")
 _WIDEST = frozenset(("EMAIL", "ID", "PHONE", "ADDRESS", "ORG"))
 
 
@@ -151,23 +152,27 @@ def _all_ordinary(view: str, span: Span, gaz: Gazetteer) -> bool:
     return all(w.islower() and gaz.is_ordinary(w.strip("'-")) for w in words)
 
 
-def apply_spans(text: str, spans: list[Span]) -> str:
-    """Replace the union of `spans` with their tags, overlapping spans merged into one that
-    keeps the most specific tag, or of things with parts found by a rule (not NER), the widest
-    span's: a postcode in an address is the address, a surname in a company's name the company."""
-    merged: list[tuple[int, int, str, int]] = []
+def regions(spans: list[Span]) -> list[tuple[int, int, str, list[Span]]]:
+    """Overlapping spans merged: (start, end, tag, spans); the tag is the most specific, or of
+    things with parts a rule (not NER) found, the widest span's (a postcode in an address)."""
+    groups: list[tuple[int, int, list[Span]]] = []
     for s in sorted(spans, key=lambda s: (s.start, -s.end)):
-        width = s.end - s.start if s.label in _WIDEST and s.rule != "ner" else 0
-        if merged and s.start < merged[-1][1]:
-            start, end, label, wide = merged[-1]
-            rank = (-width, _PRIORITY.index(s.label))
-            if rank < (-wide, _PRIORITY.index(label)):
-                label, wide = s.label, width
-            merged[-1] = (start, max(end, s.end), label, wide)
+        if groups and s.start < groups[-1][1]:
+            groups[-1] = (groups[-1][0], max(groups[-1][1], s.end), [*groups[-1][2], s])
         else:
-            merged.append((s.start, s.end, s.label, width))
+            groups.append((s.start, s.end, [s]))
+    return [(start, end, min(group, key=_rank).label, group) for start, end, group in groups]
+
+
+def _rank(s: Span) -> tuple[int, int]:
+    wide = s.label in _WIDEST and s.rule != "ner"
+    return (-(s.end - s.start) if wide else 0, TAGS.index(s.label))
+
+
+def apply_spans(text: str, spans: list[Span]) -> str:
+    """Replace the union of `spans` with their tags (`regions`)."""
     out, pos = [], 0
-    for start, end, label, _ in merged:
+    for start, end, label, _ in regions(spans):
         out += [text[pos:start], f"[{label}]"]
         pos = end
     return "".join(out) + text[pos:]

@@ -31,7 +31,7 @@ from companion.checksum import sha256_file
 from companion.errors import CompanionError, printable
 from companion.files import open_private, private_dir, read_input
 from companion.research import cells
-from companion.research.deidentify import apply_spans
+from companion.research.deidentify import TAGS, regions
 from companion.research.ner import Span
 from companion.research.words import TOKEN, ordinary, word_set
 
@@ -105,19 +105,6 @@ def check_dir(out: Path, review: Path) -> None:
                           "choose a new one")  # fmt: skip
 
 
-def _labels() -> frozenset[str]:
-    """The tags a researcher may give a redacted token: those apply_spans writes."""
-    found = set()
-    for label in ("PERSON", "PLACE", "ORG", "EMAIL", "PHONE", "ADDRESS", "DATE", "AGE", "ID",
-                  "PET"):  # fmt: skip
-        try:
-            apply_spans("x", [Span(0, 1, label)])
-            found.add(label)
-        except ValueError:
-            pass
-    return frozenset(found)
-
-
 @dataclass(frozen=True)
 class Decision:
     line: int
@@ -143,7 +130,6 @@ def read_decisions(path: Path) -> Decisions:
         if column not in header:
             raise ReviewError(f"{name}: review file has no column {column!r}; give the "
                               f"{CSV_NAME} an export wrote, its header row kept")  # fmt: skip
-    labels = _labels()
     by_id: dict[str, Decision] = {}
     for line, record in enumerate(reader, start=2):  # as a spreadsheet numbers rows
         row_id = (record.get("id") or "").strip()
@@ -155,26 +141,14 @@ def read_decisions(path: Path) -> Decisions:
         if word and word not in DECISIONS:
             raise ReviewError(f"{name}: row {line}: field decision is {word!r}; write keep, "
                               "redact or leave it empty")  # fmt: skip
-        if word == "redact" and entity and entity not in labels:
+        if word == "redact" and entity and entity not in TAGS:
             raise ReviewError(f"{name}: row {line}: field entity is {entity!r}; write one of "
-                              f"{', '.join(sorted(labels))}")  # fmt: skip
+                              f"{', '.join(sorted(TAGS))}")  # fmt: skip
         if row_id in by_id:
             raise ReviewError(f"{name}: row {line}: field id {row_id!r} repeats row "
                               f"{by_id[row_id].line}; keep one of them")  # fmt: skip
         by_id[row_id] = Decision(line, word, entity)
     return Decisions(path, sha256_file(path), by_id)
-
-
-def _regions(spans: list[Span]) -> list[tuple[int, int, list[Span]]]:
-    """Overlapping spans merged, as apply_spans merges them into one tag."""
-    merged: list[tuple[int, int, list[Span]]] = []
-    for span in sorted(spans, key=lambda s: (s.start, -s.end)):
-        if merged and span.start < merged[-1][1]:
-            start, end, group = merged[-1]
-            merged[-1] = (start, max(end, span.end), [*group, span])
-        else:
-            merged.append((span.start, span.end, [span]))
-    return merged
 
 
 def _context(text: str, tags: list[tuple[int, int, str]], lo: int, hi: int) -> str:
@@ -265,14 +239,12 @@ class Collector:
         in what a participant said (the companion's lines are protocol and story wording)."""
         out: list[Span] = []
         where = (table, row, column)
-        regions = _regions(spans)
-        tags = [(start, end, apply_spans(text[start:end], [
-            Span(s.start - start, s.end - start, s.label, s.rule) for s in group]))
-            for start, end, group in regions]  # fmt: skip
-        for (start, end, group), (*_, tag) in zip(regions, tags, strict=True):
+        merged = regions(spans)
+        tags = [(start, end, f"[{label}]") for start, end, label, _ in merged]
+        for start, end, label, group in merged:
             rules = ", ".join(sorted({s.rule or "unnamed" for s in group}))
             item = self._item(where, text, tags, start, end, kind="redaction", risk=0,
-                              replacement=tag, entity=tag.strip("[]"), recognizers=rules)
+                              replacement=f"[{label}]", entity=label, recognizers=rules)
             decision = self._decide(item)
             if decision and decision.word == "keep":
                 self.applied["kept"] += 1
@@ -285,7 +257,7 @@ class Collector:
             self.items.append(item)
         if not said:
             return out
-        for start, end, risk, entity in flags(text, [(s, e) for s, e, _ in regions], self.common):
+        for start, end, risk, entity in flags(text, [(s, e) for s, e, *_ in merged], self.common):
             item = self._item(where, text, tags, start, end, kind="flag", risk=risk,
                               replacement="", entity=entity, recognizers="")
             decision = self._decide(item)
