@@ -16,65 +16,12 @@ from collections.abc import Callable
 from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
-from companion.research.words import alternation, word_set
+from companion.research.words import part, pattern, word_set
 
-_STREETS = alternation("street_kinds", "street_kinds_written_only", title=True)
-_UNITS = alternation("address_units")
-_NUM = rf"(?:{alternation('said_digits', 'address_number_words')})\b"
-_SEQ = rf"{_NUM}(?:[\s-]+(?:and\s+)?{_NUM})*"  # "three ten", "two hundred and six"
-_ORDINALS = alternation("address_ordinals")
-_NAME = r"[A-Z][\w'’-]+"
-NAMED_STREET = re.compile(
-    rf"\b(?:(?:{_NAME}\s+)?\d+(?:st|nd|rd|th)|{_NAME})(?:\s+{_NAME}){{0,2}}\s+(?:{_STREETS})\b"
-)
-# "rue des Martyrs", "Calle Toledo", "ul. Mickiewicza": the kind first (the words English
-# shares, "via", "place", "avenue", only with a particle or a number after the name).
-_PARTICLE = rf"(?:(?:{alternation('street_particles')})\s+)"
-_PREFIXED = re.compile(
-    rf"\b(?:(?i:{alternation('street_prefixes')})\.?\s+{_PARTICLE}*"
-    rf"|(?i:{alternation('street_prefixes_shared')})\s+(?={_PARTICLE}|\S+\s+(?:\d|{_SEQ}\b))"
-    rf"{_PARTICLE}*)([A-Za-z][\w'’-]+)"
-)
-# "Schillerstraße", "prinsengracht", "Oberer Weg": the kind inside the word or after.
-_COMPOUND = re.compile(
-    rf"\b[A-Za-z][\w'-]*?(?:{alternation('street_suffixes')})\b"
-    rf"|\b[A-Za-z][\w'-]+\s+(?i:{alternation('street_suffixes')})\b"
-)
-UNIT = re.compile(
-    rf"\b(?i:{_UNITS}|po box)\.?\s+(?:\d[\w/-]{{0,4}}|[A-Z]\b|{_SEQ}(?:\s+[a-h]\b)?)"
-    r"(?:(?:\s+[A-Za-z][\w'-]+){1,3}\s+(?i:estate|park|centre))?"
-)
-_CORNER = re.compile(r"\b(?i:corner of)\s+([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)\s+and\s+"
-                     r"([A-Za-z][\w'-]+(?:\s+[A-Z][\w'-]+)?)")  # fmt: skip
-# What stands before a street and belongs to it: "Flat 2, 19", "apt seven c three ten".
-_LEFT = re.compile(
-    rf"(?<![\w'-])(?:(?:(?:{_UNITS})\.?\s+(?:[\dA-Za-z][\w/-]{{0,5}}|{_SEQ}(?:\s+[a-h])?)|(?:The\s+)?"
-    rf"(?:{_NAME}\s+){{0,2}}(?:{alternation('building_kinds', title=True)})),?\s+)?"
-    rf"(?:(?:no\.?|number)\s+)?(?:(?:\d{{1,5}}[A-Za-z]?(?:[-/]\d+)?|{_SEQ}(?:\s+[a-h])?),?\s+)?$",
-    re.IGNORECASE,
-)
-_RIGHT = re.compile(
-    rf"(?:\s+(?:\d{{1,5}}[a-z]?(?:-bis)?\b|{_SEQ}(?:\s+[a-h]\b)?))?"
-    rf"(?:,?\s+(?:(?:{_UNITS})\.?\s+(?:\d+\w?|{_SEQ})|\d+[º°ª]\s+\w+|(?:{_ORDINALS})\s+floor"
-    r"(?:\s+(?:left|right))?))?(?:\s+(?:north|south|east|west)\b)?",
-    re.IGNORECASE,
-)
-# Postcodes by shape: UK; US ZIP(+4) after a state or city (the state taken too); five digits
-# before a city (DE, FR, IT, ES); NL "1012 AB"; PL/PT "60-833" before a city; four digits
-# after a house number (AT, CH, BE); IE Eircode; CA (its province taken too).
-POSTCODE = re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s*\d[A-Z]{2}\b", re.IGNORECASE)
-POSTCODES = (
-    POSTCODE,
-    re.compile(r"\b(?:[A-Z]{2}|[A-Z][a-z]+),? \d{5}(?:-\d{4})?\b|\b\d{5}-\d{4}\b"),
-    re.compile(r"\b\d{5}(?= [A-ZÀ-Þ])|\b\d{2,4}-\d{3}(?= [A-ZÀ-Þ])|(?<=\d, )\d{4}(?= [A-Z])"),
-    re.compile(rf"\b[1-9]\d{{3}} ?(?!(?:{alternation('not_postcode_letters')})\b)[A-Z]{{2}}\b"),
-    re.compile(r"\b[AC-FHKNPRTV-Y]\d[\dW] ?(?=[\dA-Z]*\d)[\dAC-FHKNPRTV-Y]{4}\b"),
-    re.compile(r"\b(?:[A-Z]{2},? )?[ABCEGHJ-NPRSTVXY]\d[A-Z] ?\d[A-Z]\d\b"),
-)
-# Read out: "three oh one one b d", "t two three r two k seven", "six oh dash eight three three".
-_CODE = re.compile(
-    rf"(?<![\w'-])(?:{_NUM}|[b-hj-z]\b|dash\b)(?:\s+(?:{_NUM}|[a-z]\b|dash\b)){{4,8}}"
-)
+# The patterns are in companion/data/patterns.toml ([addresses]).
+_NUM = part("addresses.NUM")
+_PREFIXED, _COMPOUND, _CORNER, _LEFT, _RIGHT, _CODE = (pattern(f"addresses.{n}") for n in (
+    "PREFIXED", "COMPOUND", "CORNER", "LEFT", "RIGHT", "SAID_CODE"))
 
 
 def said_postcodes(text: str) -> list[Span]:
@@ -119,17 +66,10 @@ def widened(text: str, found: list[Span]) -> list[Span]:
     return [_near(text, s) for s in found if s.label == "ADDRESS"]
 
 
-_SUFFIX = rf"(?:{alternation('org_suffixes')})"
-_SUFFIXED = re.compile(rf"\b(?:{_NAME}\s+(?:(?:&|and|und|de|of|for)\s+)?){{1,5}}{_SUFFIX}(?!\w)")
-_SHOP = re.compile(rf"\b{_NAME}'s\s+(?!(?:{alternation('not_shop_heads', title=True)})\b){_NAME}")
-# Said, a suffix no ordinary phrase ends in ("... limited", "... b v"); a cue before a name
-# ("worked for", "employed by"); a kind said first ("école", "banco", "colegio").
-_SAID_SUFFIX = re.compile(rf"(?<=\s)(?:{alternation('org_suffixes_said')})\b")
-_CUE = re.compile(rf"\b(?i:{alternation('org_cues')})\s+(?:the\s+)?")
-_KIND_FIRST = re.compile(rf"\b(?i:{alternation('org_prefixes')})\s+")
+_SUFFIXED, _SHOP, _SAID_SUFFIX, _CUE, _KIND_FIRST, _WORD = (pattern(f"addresses.{n}") for n in (
+    "SUFFIXED", "SHOP", "SAID_SUFFIX", "CUE", "KIND_FIRST", "ORG_WORD"))
 _STOP = STOP - {"and", "of"} | word_set("org_stops")
 _KINDS = word_set("org_heads", "place_heads", "org_suffixes_said") | {"group", "services"}
-_WORD = re.compile(r"[\w'&-]+")
 _JOINS = ("and", "of", "&", "de", "del", "la")
 
 

@@ -23,9 +23,8 @@ from companion.research.context import PETS, RELATIONS, ROLES, STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
 from companion.research.propagate import RARE_ZIPF
-from companion.research.spoken import AGE_NUMBER
 from companion.research.unknown import load_frequencies
-from companion.research.words import TOKEN, word_set
+from companion.research.words import TOKEN, part, word_set
 
 
 def _set(words: str) -> frozenset[str]:
@@ -60,7 +59,7 @@ _HAS = _set("email e-mail number mobile phone address birthday")
 _NOT_AGED = word_set("cues_not_aged")
 # an age after "is" or "turns": a number, then the end, "and" or a time ("now", "on ...")
 _AGE_NEXT = re.compile(
-    rf"\s+(?:{AGE_NUMBER})(?=\s*$|\s+(?:and|now|today|next|this|on|in|at|soon)\b)"
+    rf"\s+(?:{part('spoken.AGE_NUMBER')})(?=\s*$|\s+(?:and|now|today|next|this|on|in|at|soon)\b)"
 )
 _STOP = re.compile(r"[.!?;:|]\s*$")  # "|" joins the replies of one answer in an export
 _BARE_INITIALS = re.compile(r"(?<![\w'])([b-hj-z]\s+(?:[a-z]\s+){0,2})([a-z][\w'-]{2,})\b")

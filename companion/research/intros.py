@@ -7,44 +7,13 @@ the configured first name.
 
 from __future__ import annotations
 
-import re
-
-from companion.research.words import alternation, word_set
+from companion.research.words import pattern, word_set
 
 GLUE_WORDS = word_set("glue")
 PARTICLES = word_set("surname_particles")
-_TITLES = alternation("titles")
-# A name word: no glue word or title, an initial ("Z.") too.
-_WORD = rf"(?!(?:{alternation('glue')}|{_TITLES})\b)[a-z](?:[\w'-]+|\.)"
-
-
-_PARTICLE = rf"(?:\s+(?:{alternation('surname_particles')}))*"  # "de", "van der"
-
-
-def _name(words: int) -> str:
-    return rf"({_WORD}(?:(?:{_PARTICLE}\s+|,?\s+or\s+){_WORD}){{0,{words - 1}}})"  # "bel or belle"
-
-
-_NAME_IS = r"my (?:first |last |sur|family |full |maiden |married |middle |christian |given )?name"
-_TITLE = rf"(?:(?:{_TITLES})\.?\s+)?"
-OWN = (
-    re.compile(
-        rf"\b(?:{_NAME_IS}(?: is| was|'s)|(?:i am|i'm|i was) (?:called|known as)|i go by|"
-        r"call(?:s|ed|ing)? me|(?:know(?:s|n)?|knew) me as|the name(?:'s| is)|"
-        r"(?:name|put|signed|spelt|spelled) (?:it )?(?:as|under)|"
-        rf"(?:i am|i'm)(?=\s+(?:{_TITLES})\b))\s+"
-        rf"{_TITLE}{_name(3)}",
-        re.IGNORECASE,
-    ),
-    re.compile(
-        rf"(?:\b(?:{alternation('caller_openers')})\s+|^|[.,!?]\s*)"
-        rf"{_name(2)}\s+(?:here|speaking|calling)\b",
-        re.IGNORECASE,
-    ),
-    re.compile(rf"\b{_name(1)}(?:'s| is| was) {_NAME_IS}\b", re.IGNORECASE),
-)
-# A word spelled out letter by letter ("q u i l l s"): a name or an address.
-SPELLED = re.compile(r"(?<![\w'])(?:[a-z]\s+){3,}[a-z]\b", re.IGNORECASE)
+# The patterns are in companion/data/patterns.toml ([intros]).
+OWN = tuple(pattern(f"intros.{n}") for n in ("GIVEN", "SPEAKING", "IS_MY_NAME"))
+SPELLED = pattern("intros.SPELLED")  # a word spelled out letter by letter: a name or an address
 _ENDINGS = ("", "ie", "y", "s", "sie", "o")
 
 

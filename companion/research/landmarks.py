@@ -15,34 +15,16 @@ from dataclasses import replace
 from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span, tag
-from companion.research.words import alternation, word_set
+from companion.research.words import pattern, word_set
 
-# "the isle of bute", "the vale of glamorgan": the kind, then "of", then the name.
-_KIND_OF = re.compile(
-    rf"\b(?:the\s+)?(?i:{alternation('landmarks_kind_of')})\s+of\s+(?:the\s+)?([A-Za-z][\w'-]+)"
-)
-# "loch ness", "mount snowdon", "lake windermere", "county mayo": the kind, then the name.
-_KIND_NAME = re.compile(rf"\b(?i:{alternation('landmarks_kind_name')})\.?\s+([A-Za-z][\w'-]+)")
-# "the brecon beacons", "the leeds and liverpool canal", "the norwegian fjords": a name, then
-# the kind (one or two name words, "and" between two).
-_NAME_KIND = re.compile(
-    r"\b(?:(?i:the)\s+)?([A-Za-z][\w'-]+)(?:\s+(?:and|&)\s+([A-Za-z][\w'-]+))?\s+"
-    rf"(?i:{alternation('landmarks_name_kind')})\b"
-)
-
+# The patterns are in companion/data/patterns.toml ([landmarks]).
+_KIND_OF, _KIND_NAME, _NAME_KIND, _HEAD, _ORG_HEAD, _INSIDE, _BEFORE_HEAD, _QUARTER = (
+    pattern(f"landmarks.{n}") for n in ("KIND_OF", "KIND_NAME", "NAME_KIND", "HEAD", "ORG_HEAD",
+                                        "INSIDE", "BEFORE_HEAD", "QUARTER"))
+_VENUE, _PUB, _THE, _KIND_AFTER = (pattern(f"landmarks.{n}") for n in ("VENUE", "PUB", "THE",
+                                                                        "KIND_AFTER"))
 
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
-# "glasgow airport", "the Royal Victoria Hospital", "moseley road baths", "the Jewellery
-# Quarter": a building or district named by its kind. Said with a name part it is one
-# place in one town, so it locates the speaker as a town does.
-_HEADS = alternation("place_heads")
-_HEAD = re.compile(rf"\b(?i:{_HEADS})\b")
-# "the Ilkley Bowls Club", "morettis kitchen": an organisation named by its kind the same way.
-_ORG_HEAD = re.compile(rf"\b(?i:{alternation('org_heads')})\b")
-_INSIDE = re.compile(r"[a-z,]\s+$")  # a lower-case word before: not a sentence's start
-_BEFORE_HEAD = re.compile(r"(?:[A-Za-z][\w'-]+\s+){1,3}$")
-
-
 # Words that make a kind ordinary rather than a name ("the local hospital", "the train
 # station", "primary school"): checked on every name word.
 _MODIFIERS = word_set("landmarks_modifiers")
@@ -51,7 +33,7 @@ _MODIFIERS = word_set("landmarks_modifiers")
 _BARE_CUES = word_set("landmarks_bare_cues")
 _BARE_HEADS = word_set("landmarks_bare_heads")
 _TITLED = frozenset({"st", "saint", "royal", "queen", "king", "prince", "princess"})
-_QUARTER = re.compile(r"\b(?i:the)\s+(?i:north|south|east|west)\s+(?i:end)\b(?!\s+of\b)")
+_NOT_VENUES = _MODIFIERS | word_set("landmarks_not_venues")
 
 
 def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
@@ -65,28 +47,12 @@ def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
     return not gaz.is_ordinary(base) or base in gaz.places
 
 
-# Typed: "a party at the Athena", "rugby at the Millennium": a capitalised word (or two)
-# after "at/to/from the" inside a sentence names a venue, the way a story names a pub.
-_VENUE = re.compile(
-    rf"(?<=[a-z,] )(?:{alternation('venue_prepositions')}) the "
-    r"([A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?)\b"
-)
-_NOT_VENUES = _MODIFIERS | word_set("landmarks_not_venues")
-
-
-# "a do at the miners arms", "dinner at the white hart": a pub by its sign, typed or said.
-_PUB = re.compile(
-    r"\b(?i:at|to|from|outside|in|near)\s+((?i:the)\s+(?:[A-Za-z][\w'-]+\s+){0,2}"
-    r"(?i:arms|inn|hart|tavern))\b"
-)
-
-
 def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
     """Places named with their kind, in typed text or a recogniser's."""
     lower = not any(c.isupper() for c in text)
     spans = []
-    for pattern in (_KIND_OF, _KIND_NAME):
-        spans += [Span(m.start(), m.end(), "PLACE") for m in pattern.finditer(text)
+    for p in (_KIND_OF, _KIND_NAME):
+        spans += [Span(m.start(), m.end(), "PLACE") for m in p.finditer(text)
                   if _named(m.group(1), lower, gaz)]  # fmt: skip
     for m in _NAME_KIND.finditer(text):
         words = [w for w in m.groups() if w]
@@ -154,16 +120,6 @@ def _bare(before: str, head: str) -> bool:
 
 def _leading(word: str, gaz: Gazetteer) -> bool:
     return gaz.is_ordinary(word) and word not in gaz.places and word not in _TITLED
-
-
-_THE = re.compile(r"\b(?i:the)\s+$")
-# A name found on its own, then the kind of place it names ("[fosse] park", "[aylestone]
-# leisure centre", "[bryn awel] care home"): the kind belongs to the place.
-_KIND_AFTER = re.compile(
-    r"\s+(?i:(?:(?:leisure|sports|community|medical|health|shopping|swimming|civic|arts)\s+)?"
-    rf"(?:{_HEADS}|hall|hill|bay)|(?:care|nursing|residential) home|(?:golf|social|cricket|"
-    r"football|rugby|bowls|working men's) club)\b"
-)
 
 
 def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:

@@ -18,8 +18,7 @@ from typing import Any
 
 from companion.checksum import sha256_file
 from companion.errors import CompanionError
-from companion.research.spoken import _ORDINAL as ORDINAL
-from companion.research.words import alternation
+from companion.research.words import alternation, part
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +38,7 @@ LABELS = {"PERSON": "PERSON", "GPE": "PLACE", "LOC": "PLACE", "FAC": "PLACE", "O
 # of May"), not for "yesterday", "last summer" or "in June", which identify nobody ...
 _WEEKDAYS = alternation("weekdays")
 _PINNED_DATE = re.compile(
-    rf"\d|{_WEEKDAYS}|christmas|easter|nineteen|thousand|teenth|{ORDINAL}", re.IGNORECASE
+    rf"\d|{_WEEKDAYS}|christmas|easter|nineteen|thousand|teenth|{part('spoken.ORDINAL')}", re.I
 )
 # ... nor a length of time ("2 weeks", "about 8 years ago") or a weekday said alone ("last
 # Thursday", "every Sunday night").

@@ -14,18 +14,26 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from companion.research import addresses, context, intros, numbers, spoken, unknown
+from companion.research import addresses, context, intros, numbers, unknown
 from companion.research.casing import pet_names, place_phrases, typed_names
 from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
 from companion.research.ner import Span, tag
-from companion.research.words import TOKEN, alternation, data, ordinary, word_set
+from companion.research.words import (
+    TOKEN,
+    alternation,
+    data,
+    ordinary,
+    part,
+    pattern,
+    sections,
+    word_set,
+)
 
 if TYPE_CHECKING:
     from companion.research.gazetteer import Gazetteer
 
-NOT_NAMES = alternation("not_names")
-_RELATIONS = alternation("relations")
+NOT_NAMES = part("recognizers.NOT_NAMES")
 
 def _cued(cue: str, words: int = 2) -> re.Pattern[str]:
     """Up to `words` words after `cue`, "called" or "named" between them allowed."""
@@ -33,13 +41,10 @@ def _cued(cue: str, words: int = 2) -> re.Pattern[str]:
     return re.compile(rf"\b(?i:{cue})(?:,|\s+(?:called|named))?\s+({name})")
 
 
-_TITLED = re.compile(  # the title with the name: "Mr Lee"
-    rf"\b(?i:{alternation('titles')})\.?\s+(?!(?:{NOT_NAMES})\b)[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?"
-)
 _CONTACT = _cued(alternation("contact_verbs"))
-_RELATED = _cued(_RELATIONS)
+_RELATED = _cued(alternation("relations"))
 _PET = _cued(alternation("pet_kinds"), 1)
-_BIRTHDAY = re.compile(r"(?:\b([a-z]+)\s+)?\b([a-z][\w-]+)'s?\s+birthday\b", re.IGNORECASE)
+_BIRTHDAY, _NAME_IS_AGE = pattern("recognizers.BIRTHDAY"), pattern("spoken.NAME_IS_AGE")
 _DETERMINERS = word_set("determiners")
 
 
@@ -137,7 +142,7 @@ def _birthday(t: Text) -> list[Span]:
 
 
 def _name_is_age(t: Text) -> list[Span]:  # "mabel is seventy one and ..."
-    return [Span(m.start(2), m.end(2), "AGE") for m in spoken.NAME_IS_AGE.finditer(t.text)
+    return [Span(m.start(2), m.end(2), "AGE") for m in _NAME_IS_AGE.finditer(t.text)
             if m.group(1) not in context.STOP and is_name(m.group(1), t)]  # fmt: skip
 
 
@@ -171,28 +176,31 @@ def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
     return Recognizer(name, entity, *args, **{**kwargs, **own})
 
 
+def _patterned() -> list[Recognizer]:
+    """The recognizers that are patterns alone ([registry] of patterns.toml)."""
+    out = []
+    for name, spec in sections()["registry"].items():
+        entity, *rest = spec.split()
+        stage = [w for w in rest if "." not in w] or ["text"]
+        out.append(R(name, entity, tuple(pattern(w) for w in rest if "." in w), stage=stage[0]))
+    return out
+
+
 TEXT: tuple[Recognizer, ...] = (
-    *(R(name, label, (p,)) for name, label, p in (*numbers.PATTERNS, *spoken.PATTERNS)),
+    *_patterned(),
     *(R(n, e, find=lambda t, f=f: [Span(*s) for s in f(t.text)], case=c)
       for n, e, f, c in numbers.FINDERS),  # fmt: skip
-    R("titled", "PERSON", (_TITLED,), stage="plain"),
     R("introduced", "PERSON", find=introduced),
     R("related", "PERSON", find=_cue_names(_RELATED), stage="plain"),
     R("contact", "PERSON", find=_cue_names(_CONTACT), stage="plain"),
-    R("spelled", "PERSON", (intros.SPELLED,), stage="plain"),
     # typed, or without the gazetteer; with it, `pet_name` reads pets in lower-case text
     R("pet", "PET", find=lambda t: [] if t.lower and t.gaz else _cue_names(_PET, "PET")(t)),
     R("birthday_name", "PERSON", find=_birthday),
-    *(R(name, label, (p,)) for name, label, p in spoken.GROUPED),
-    R("postcode", "ADDRESS", addresses.POSTCODES),
     R("said_postcode", "ADDRESS", find=lambda t: addresses.said_postcodes(t.text), case="lower"),
-    R("named_street", "ADDRESS", (addresses.NAMED_STREET,)),
     R("foreign_street", "ADDRESS", find=lambda t: addresses.foreign_streets(t.text, t.nameish)),
-    R("address_unit", "ADDRESS", (addresses.UNIT,)),
-    R("street_widened", "ADDRESS", find=lambda t: addresses.widened(t.text, t.found)),
     R("name_is_age", "AGE", find=_name_is_age),
-    R("age_marked", "AGE", (spoken.AGE_MARKED,)),
     R("own_names", "PERSON", find=_own_names),
+    R("street_widened", "ADDRESS", find=lambda t: addresses.widened(t.text, t.found)),
 )
 GAZETTEER: tuple[Recognizer, ...] = (
     R("ordinary_word_name", "PERSON", find=_g(ordinary_word_names), stage="gazetteer"),

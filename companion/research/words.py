@@ -8,26 +8,35 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from functools import lru_cache
+import tomllib
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
 from companion.errors import ConfigError
 
-DATA_FILE = "deidentify.json"
-SHA256 = "b661235fc03600b2425b636dd3e303a61309f37c2e2aff74341964edcaf418e7"
+DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
+PINS = {
+    DATA_FILE: "b661235fc03600b2425b636dd3e303a61309f37c2e2aff74341964edcaf418e7",
+    PATTERNS_FILE: "b99b53acede988b7e2df88d04b1d98838c80e99d2878636252a70787a02ae356",
+}
 
 
-def check(raw: bytes, where: str = f"companion/data/{DATA_FILE}") -> dict[str, Any]:
-    """The file's content, if it is the pinned version."""
-    if hashlib.sha256(raw).hexdigest() != SHA256:
+def check(raw: bytes, name: str = DATA_FILE) -> bytes:
+    """The file's bytes, if it is the pinned version."""
+    if hashlib.sha256(raw).hexdigest() != PINS[name]:
+        where = f"companion/data/{name}"
         raise ConfigError(f"{where} does not match its pinned sha256; reinstall companion")
-    return dict(json.loads(raw))
+    return raw
+
+
+def _read(name: str) -> bytes:
+    return check(resources.files("companion.data").joinpath(name).read_bytes(), name)
 
 
 @lru_cache(maxsize=1)
 def data() -> dict[str, Any]:
-    return check(resources.files("companion.data").joinpath(DATA_FILE).read_bytes())
+    return dict(json.loads(_read(DATA_FILE)))
 
 
 WORDS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in data()["lists"].items()}
@@ -38,6 +47,38 @@ THRESHOLDS: dict[str, float] = {
 
 # The one word tokenizer of every rule: letters, apostrophes and hyphens.
 TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*")
+
+
+@lru_cache(maxsize=1)
+def sections() -> dict[str, dict[str, str]]:
+    sections = tomllib.loads(_read(PATTERNS_FILE).decode("utf-8"))
+    return {s: {k: "".join(v) if isinstance(v, list) else v for k, v in d.items()}
+            for s, d in sections.items()}  # fmt: skip
+
+
+_SLOT = re.compile(r"\{([A-Z][\w.]*|[a-z][\w|]*)(:title)?\}")
+
+
+@cache
+def part(name: str) -> str:
+    """The pattern `name` ("section.NAME") of patterns.toml, its slots filled: another
+    pattern (an ignore-case one as a group of its own) or the words of lists."""
+    section, key = name.split(".")
+
+    def fill(m: re.Match[str]) -> str:
+        ref, title = m.group(1), bool(m.group(2))
+        if ref[0].islower():
+            return alternation(*ref.split("|"), title=title)
+        if "." not in ref:
+            ref = f"{section if ref in sections()[section] else 'common'}.{ref}"
+        inner = part(ref)
+        return f"(?i:{inner[4:]})" if inner.startswith("(?i)") else inner
+
+    return _SLOT.sub(fill, sections()[section][key])
+
+
+def pattern(name: str) -> re.Pattern[str]:
+    return re.compile(part(name))
 
 
 def alternation(*names: str, title: bool = False) -> str:

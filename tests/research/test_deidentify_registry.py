@@ -1,11 +1,13 @@
 """The recognizer registry: every recognizer finds its own examples and nothing in its
 counterexamples (both from companion/data/deidentify.json), read as an export reads them
 (the real spaCy pipeline and gazetteers); every span names its recognizer; the data file is
-refused when it is not the pinned version; and a recognizer switched off makes no span."""
+refused when it is not the pinned version, and so is the patterns file, each of whose
+patterns compiles and is read; and a recognizer switched off makes no span."""
 
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -73,7 +75,7 @@ def test_a_recognizer_switched_off_makes_no_span() -> None:
 
 def test_data_file_is_pinned() -> None:
     raw = resources.files("companion.data").joinpath(words.DATA_FILE).read_bytes()
-    data = words.check(raw)
+    data = json.loads(words.check(raw))
     assert data["version"] >= 1 and data["source"]
     assert all(isinstance(v, list) and v for v in data["lists"].values())
     changed = json.dumps({**data, "version": data["version"] + 1}).encode()
@@ -81,9 +83,35 @@ def test_data_file_is_pinned() -> None:
         words.check(changed)
 
 
+def test_the_patterns_file_is_pinned() -> None:
+    raw = resources.files("companion.data").joinpath(words.PATTERNS_FILE).read_bytes()
+    assert words.check(raw, words.PATTERNS_FILE) == raw
+    with pytest.raises(ConfigError, match="patterns.toml does not match its pinned sha256"):
+        words.check(raw + b"\n", words.PATTERNS_FILE)
+
+
+def test_every_pattern_compiles_and_is_read() -> None:
+    """By the code ("section.NAME"), the registry or another pattern; a slot names an entry
+    or a list that exists."""
+    code = "".join(p.read_text("utf-8") for p in Path(recognizers.__file__).parent.glob("*.py"))
+    sections = words.sections()
+    specs = " ".join(sections.pop("registry").values())
+    slots = " ".join(m for part in (v for s in sections.values() for v in s.values())
+                     for m in re.findall(r"\{([A-Z][\w.]*)", part))  # fmt: skip
+    for section, entries in sections.items():
+        for key in entries:
+            name = f"{section}.{key}"
+            assert re.compile(words.part(name)), name
+            read = f'"{name}"' in code or f'{section}.{{n}}' in code and f'"{key}"' in code
+            assert read or name in specs.split() or re.search(rf"\b{key}\b", slots), name
+
+
 def test_every_list_and_threshold_of_the_data_file_is_read() -> None:
     """A list nothing reads is a rule removed and its words left behind."""
     code = "".join(p.read_text("utf-8") for p in Path(recognizers.__file__).parent.glob("*.py"))
+    code += resources.files("companion.data").joinpath(words.PATTERNS_FILE).read_text("utf-8")
+    code = re.sub(r"\{([a-z][\w|]*)(?::title)?\}", lambda m: " ".join(
+        f'"{w}"' for w in m.group(1).split("|")), code)  # a list in a pattern's slot
     data = words.data()
     names = [*data["lists"], *(k for k in data["thresholds"] if not k.startswith("_"))]
     assert [n for n in names if f'"{n}"' not in code and f"'{n}'" not in code] == []

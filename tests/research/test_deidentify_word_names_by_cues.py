@@ -158,7 +158,7 @@ def test_gone(redactor: Redactor, text: str, gone: str) -> None:
         "may i ask you something about the garden",
         "the doctor had a few days off so i waited",
         # a length of time or a weekday that repeats pins no day ("2 weeks" was a DATE; "last
-        # Thursday" does, numbers.WEEKDAY)
+        # Thursday" does, numbers.WEEKDAY in patterns.toml)
         "We moved here 2 weeks ago and I love the garden.",
         "I have been sober for 4 years now and I am proud.",
         "Every Thursday I go to the cinema on my own.",
