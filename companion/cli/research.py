@@ -55,8 +55,8 @@ def export(home, out, fmt, participant, since, until, deidentify, salt_file, nam
 
     from companion.errors import ConfigError
     from companion.files import require_free
-    from companion.research.deidentify import load_names_file
     from companion.research.export import ExportOptions, count_rows, export_home
+    from companion.research.options import load_names_file
     from companion.settings.config import check_participant_id, resolve_home
     from companion.store import exports
     from companion.store.guard import check_integrity, require_database, require_home

@@ -1,8 +1,7 @@
-"""De-identification for exports: salted pseudonyms and transcript redaction.
+"""De-identification for exports: transcript redaction (the salted pseudonyms are in
+`identity`).
 
-A pseudonym is an HMAC of the participant id with a secret salt kept on the device (or given
-by the researcher): the same in every export made with that salt, and nobody without the salt
-can reverse it by trying ids. Redaction unites the recognizers of the registry
+Redaction unites the recognizers of the registry
 (`recognizers`: written and spoken forms, names from their context) and, an optional extra,
 a named-entity pipeline (`ner`) with gazetteers. It is deliberately greedy: a redacted
 ordinary word costs less than a leaked address.
@@ -10,16 +9,10 @@ ordinary word costs less than a leaked address.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
-import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from companion.errors import ConfigError
-from companion.files import open_private, private_dir, read_input
 from companion.research import context, intros, unknown
 from companion.research.casing import truecase, widen
 from companion.research.gazetteer import Gazetteer, load_gazetteer
@@ -28,8 +21,6 @@ from companion.research.ner import Pipeline, Span, tag
 from companion.research.propagate import propagate
 from companion.research.recognizers import GAZETTEER, TEXT, Recognizer, Text, introduced
 from companion.research.words import TOKEN, ordinary
-
-SALT_NAME = "export_salt"
 
 # Every tag a redaction writes, the most specific first.
 TAGS = ("EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG")
@@ -197,30 +188,3 @@ def redactor_for(
     own = tuple(sorted({*given, *parts}, key=len, reverse=True))
     short_forms = tuple(sorted(short, key=len, reverse=True))
     return Redactor(own, ner, gazetteer, short=short_forms, off=frozenset(off))
-
-
-def load_names_file(path: Path) -> list[str]:
-    """One name per line; blank lines and # comments ignored."""
-    lines = read_input(path, "names file", 16 * 1024 * 1024).splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
-
-
-def load_or_create_salt(path: Path) -> bytes:
-    """The secret salt; created (0600, 32 random bytes as hex) if the file does not exist."""
-    if not path.exists():
-        if not path.parent.exists():  # a folder that exists keeps its permissions
-            private_dir(path.parent)
-        try:
-            with open_private(path, exclusive=True) as out:
-                out.write(secrets.token_hex(32) + "\n")
-        except FileExistsError:
-            pass  # another export created it a moment ago
-    salt = read_input(path, "salt file", 64 * 1024).strip()
-    if len(salt) < 16:
-        raise ConfigError(f"{path}: salt is shorter than 16 characters; use a longer secret")
-    return salt.encode()
-
-
-def pseudonym(participant_id: str, salt: bytes) -> str:
-    digest = hmac.new(salt, participant_id.encode(), hashlib.sha256).hexdigest()
-    return f"S{digest[:12]}"

@@ -4,7 +4,9 @@ One study salt on every device (HOME/export_salt) makes a participant id the sam
 everywhere. The manifest carries a salt id (an HMAC of a fixed label, never the salt) and a
 salted fingerprint of each name, so merge refuses two devices that claim one participant with
 different names or timezones (unless told they are the same person) and warns about the
-default id and a device without the study salt.
+default id and a device without the study salt. A pseudonym is an HMAC of the participant
+id with that secret salt (kept on the device, or given by the researcher): nobody without
+the salt can reverse it by trying ids.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import secrets
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
-from companion.errors import CompanionError
+from companion.errors import CompanionError, ConfigError
+from companion.files import open_private, private_dir, read_input
 from companion.settings.config import Config
 from companion.store import queries, study
 
@@ -25,6 +30,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ID = Config().participant_id  # what a device left unconfigured calls its participant
 _SALT_LABEL = b"companion study salt id"
+SALT_NAME = "export_salt"
 
 
 class IdentityError(CompanionError):
@@ -111,3 +117,24 @@ def _check_salt(db: sqlite_utils.Database, manifest: dict[str, Any], source: Any
         "pseudonyms cannot link to other devices' participants; install one study salt on "
         "every device (deploy/provision.sh --study-salt FILE) before the study starts"
     ]
+
+
+def load_or_create_salt(path: Path) -> bytes:
+    """The secret salt; created (0600, 32 random bytes as hex) if the file does not exist."""
+    if not path.exists():
+        if not path.parent.exists():  # a folder that exists keeps its permissions
+            private_dir(path.parent)
+        try:
+            with open_private(path, exclusive=True) as out:
+                out.write(secrets.token_hex(32) + "\n")
+        except FileExistsError:
+            pass  # another export created it a moment ago
+    salt = read_input(path, "salt file", 64 * 1024).strip()
+    if len(salt) < 16:
+        raise ConfigError(f"{path}: salt is shorter than 16 characters; use a longer secret")
+    return salt.encode()
+
+
+def pseudonym(participant_id: str, salt: bytes) -> str:
+    digest = hmac.new(salt, participant_id.encode(), hashlib.sha256).hexdigest()
+    return f"S{digest[:12]}"

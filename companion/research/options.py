@@ -12,14 +12,9 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from companion.files import open_private, private_dir
-from companion.research.deidentify import (
-    SALT_NAME,
-    apply_spans,
-    load_or_create_salt,
-    pseudonym,
-    redactor_for,
-)
+from companion.files import open_private, private_dir, read_input
+from companion.research.deidentify import apply_spans, redactor_for
+from companion.research.identity import SALT_NAME, load_or_create_salt, pseudonym
 from companion.research.ner import load_pipeline
 from companion.research.review import Collector, Decisions
 from companion.settings.config import Home
@@ -76,6 +71,12 @@ def option_columns(options: ExportOptions) -> dict[str, Any]:
         }
         for option, change in OPTION_COLUMNS.items()
     }
+
+
+def load_names_file(path: Path) -> list[str]:
+    """One name per line; blank lines and # comments ignored."""
+    lines = read_input(path, "names file", 16 * 1024 * 1024).splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
 def _never(word: str) -> bool:

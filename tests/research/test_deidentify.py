@@ -8,8 +8,9 @@ import stat
 
 import pytest
 
-from companion.research.deidentify import load_or_create_salt, pseudonym, redactor_for
+from companion.research.deidentify import redactor_for
 from companion.research.export import ExportOptions, export_home, read_manifest
+from companion.research.identity import load_or_create_salt, pseudonym
 from tests.helpers.run import REPO, run_cli
 from tests.helpers.study import PLANTED, fill_study, make_home
 
