@@ -65,8 +65,6 @@ _STOP = re.compile(r"[.!?;:|]\s*$")  # "|" joins the replies of one answer in an
 _BARE_INITIALS = re.compile(r"(?<![\w'])([b-hj-z]\s+(?:[a-z]\s+){0,2})([a-z][\w'-]{2,})\b")
 _OWNER = _set("my our the his her their")
 _PAST = re.compile(r"[a-z]{2,}(?<!e)ed")  # "will cleaned the van" (not "will need", "will feed")
-# A capitalised word with a letter English spells without ("Siobhán", "Nygårdsgaten").
-_ACCENTED = re.compile(r"\b[A-ZÀ-ÖØ-Þ][\w'-]*[À-ÖØ-öø-ÿ][\w'-]*|\b[À-ÖØ-Þ][\w'-]+")
 _PLACE_CUE = re.compile(r"\b(?:in|at|from|to|near|of)\s+$")
 _ANIMALS = PETS | _set("bitch tup ewe ram sheepdog mare gelding stallion bird")
 # "mr d j hollins", "Mrs J. Okafor": a title, initials, a surname.
@@ -160,9 +158,10 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
                 and raw[i + 1] in RELATIONS and owner.group(1) not in ("my", "his"):  # fmt: skip
             spans.append(Span(m.start(), m.start() + len(owner.group(1)), "PERSON"))
     spans += [Span(m.start(), m.end(), "PERSON") for m in _INITIALS.finditer(text)]
-    for m in _ACCENTED.finditer(text):  # "Siobhán", "Rónán", "Tromsø": no English word
-        place = bool(_PLACE_CUE.search(text, 0, m.start()))
-        spans.append(Span(m.start(), m.end(), "PLACE" if place else "PERSON"))
+    for m in _WORD.finditer(text):  # "Siobhán", "Łódź": a capital, a letter English lacks
+        if m[0][0].isupper() and not m[0].isascii() and len(m[0]) > 1:
+            place = bool(_PLACE_CUE.search(text, 0, m.start()))
+            spans.append(Span(m.start(), m.end(), "PLACE" if place else "PERSON"))
     spans += [Span(m.start(), m.end(), "PERSON") for m in _BARE_INITIALS.finditer(view)
               if _surname(m.group(2), gaz)]  # "on the forms i am just w a metcalfe"
     return spans

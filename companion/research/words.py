@@ -45,8 +45,8 @@ THRESHOLDS: dict[str, float] = {
 }
 
 
-# The one word tokenizer of every rule: letters, apostrophes and hyphens.
-TOKEN = re.compile(r"[A-Za-z][A-Za-z'-]*")
+# The one word tokenizer of every rule: letters of any alphabet, apostrophes and hyphens.
+TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*")
 
 
 @lru_cache(maxsize=1)
