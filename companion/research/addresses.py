@@ -16,12 +16,12 @@ from collections.abc import Callable
 from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
-from companion.research.words import part, pattern, word_set
+from companion.research.words import WORDS, part, pattern, word_set
 
 # The patterns are in companion/data/patterns.toml ([addresses]).
 _NUM = part("addresses.NUM")
-_PREFIXED, _COMPOUND, _CORNER, _LEFT, _RIGHT, _CODE = (pattern(f"addresses.{n}") for n in (
-    "PREFIXED", "COMPOUND", "CORNER", "LEFT", "RIGHT", "SAID_CODE"))
+_PREFIXED, _COMPOUND, _CORNER, _LEFT, _RIGHT, _CODE, _TOWN = (pattern(f"addresses.{n}") for n in (
+    "PREFIXED", "COMPOUND", "CORNER", "LEFT", "RIGHT", "SAID_CODE", "TOWN"))
 
 
 def said_postcodes(text: str) -> list[Span]:
@@ -36,13 +36,20 @@ def said_postcodes(text: str) -> list[Span]:
     return spans
 
 
-def _near(text: str, span: Span) -> Span:
-    """A street grown over its number and flat or floor on either side."""
+def _near(text: str, span: Span, gaz: Gazetteer | None) -> Span:
+    """A street grown over its number and flat or floor on either side, and over the town
+    the gazetteer knows after it (a postcode read out between)."""
     start, end = span.start, span.end
     if m := _LEFT.search(text, max(0, start - 80), start):
         start = m.start()
     if m := _RIGHT.match(text, end):
         end = max(end, m.end())
+    if gaz is not None and (m := _TOWN.match(text, end)):
+        words = list(_WORD.finditer(text, m.end(), m.end() + 60))[:3]
+        for n in range(len(words), 0, -1):
+            if text[words[0].start() : words[n - 1].end()].lower() in gaz.place_names:
+                end = words[n - 1].end()
+                break
     return Span(start, end, "ADDRESS")
 
 
@@ -61,13 +68,17 @@ def foreign_streets(text: str, nameish: Callable[[str], bool] | None) -> list[Sp
                     for g in (1, 2) if named(m.group(g))]  # fmt: skip
 
 
-def widened(text: str, found: list[Span]) -> list[Span]:
+def widened(text: str, found: list[Span], gaz: Gazetteer | None = None) -> list[Span]:
     """Every street found so far, grown over the number and unit around it."""
-    return [_near(text, s) for s in found if s.label == "ADDRESS"]
+    return [_near(text, s, gaz) for s in found if s.label == "ADDRESS"]
 
 
-_SUFFIXED, _SHOP, _SAID_SUFFIX, _CUE, _KIND_FIRST, _WORD = (pattern(f"addresses.{n}") for n in (
-    "SUFFIXED", "SHOP", "SAID_SUFFIX", "CUE", "KIND_FIRST", "ORG_WORD"))
+_SUFFIXED, _SHOP, _CUE, _KIND_FIRST, _WORD = (pattern(f"addresses.{n}") for n in (
+    "SUFFIXED", "SHOP", "CUE", "KIND_FIRST", "ORG_WORD"))
+# A suffix written in capitals is said letter by letter ("l l c", "d a c").
+_SPELLED = {" ".join(w) for w in (s.replace(".", "").lower() for s in WORDS["org_suffixes"]
+                                  if s.replace(".", "").isupper()) if 2 <= len(w) <= 4}  # fmt: skip
+_SAID_SUFFIX = re.compile(rf"{part('addresses.SAID_SUFFIX')}|(?<=\s)(?:{'|'.join(_SPELLED)})\b")
 _STOP = STOP - {"and", "of"} | word_set("org_stops")
 _KINDS = word_set("org_heads", "place_heads", "org_suffixes_said") | {"group", "services"}
 _JOINS = ("and", "of", "&", "de", "del", "la")

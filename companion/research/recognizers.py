@@ -200,7 +200,7 @@ TEXT: tuple[Recognizer, ...] = (
     R("foreign_street", "ADDRESS", find=lambda t: addresses.foreign_streets(t.text, t.nameish)),
     R("name_is_age", "AGE", find=_name_is_age),
     R("own_names", "PERSON", find=_own_names),
-    R("street_widened", "ADDRESS", find=lambda t: addresses.widened(t.text, t.found)),
+    R("street_widened", "ADDRESS", find=lambda t: addresses.widened(t.text, t.found, t.gaz)),
 )
 GAZETTEER: tuple[Recognizer, ...] = (
     R("ordinary_word_name", "PERSON", find=_g(ordinary_word_names), stage="gazetteer"),

@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "b661235fc03600b2425b636dd3e303a61309f37c2e2aff74341964edcaf418e7",
-    PATTERNS_FILE: "b99b53acede988b7e2df88d04b1d98838c80e99d2878636252a70787a02ae356",
+    DATA_FILE: "d0b43fe236973fb112e028fcf15e1be453685a81ee98765ffa0ffee98b710a16",
+    PATTERNS_FILE: "6c480ead4654ea830382096956be2d478baf9f4af5cd643f6052b608c51d8712",
 }
 
 

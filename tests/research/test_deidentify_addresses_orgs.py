@@ -76,6 +76,8 @@ def test_found(redactor: Redactor, text: str, gone: str, tag: str) -> None:
         ("We had lunch at Moretti's Kitchen on the Sunday.", "Moretti's Kitchen"),
         ("She was treasurer of the Ilkley Ladies Bowls Club.", "Ilkley Ladies Bowls Club"),
         ("we saved with the skipton building society", "skipton building society"),
+        ("his pay comes from harlow gate logistics l l c in ohio", "harlow gate logistics l l c"),
+        ("the club is insured by fenwick mutual d a c this year", "fenwick mutual d a c"),
     ],
 )
 def test_organisation_found(redactor: Redactor, text: str, name: str) -> None:
@@ -112,3 +114,12 @@ def test_ordinary_text_kept(redactor: Redactor, text: str) -> None:
 def test_a_street_is_one_address_with_its_number_and_flat(redactor: Redactor) -> None:
     redacted = redactor.redact("Send it to Flat 3, 44 Orchard Way, please.")
     assert redacted == "Send it to [ADDRESS], please."
+
+
+def test_a_street_said_takes_the_town_after_it_and_only_a_town(redactor: Redactor) -> None:
+    # a postcode read out between them, or none; a word the gazetteer knows as no town stays
+    text = "send it to twelve mill lane one zero one one five hamburg and ring me"
+    assert redactor.redact(text) == "send it to [ADDRESS] and ring me"
+    assert redactor.redact("mail it to twelve mill lane boston thanks") == "mail it to [ADDRESS] thanks"
+    kept = redactor.redact("we lived at twelve mill lane and then moved away")
+    assert kept == "we lived at [ADDRESS] and then moved away"
