@@ -120,6 +120,7 @@ def test_a_street_said_takes_the_town_after_it_and_only_a_town(redactor: Redacto
     # a postcode read out between them, or none; a word the gazetteer knows as no town stays
     text = "send it to twelve mill lane one zero one one five hamburg and ring me"
     assert redactor.redact(text) == "send it to [ADDRESS] and ring me"
-    assert redactor.redact("mail it to twelve mill lane boston thanks") == "mail it to [ADDRESS] thanks"
+    said = redactor.redact("mail it to twelve mill lane boston thanks")
+    assert said == "mail it to [ADDRESS] thanks"
     kept = redactor.redact("we lived at twelve mill lane and then moved away")
     assert kept == "we lived at [ADDRESS] and then moved away"

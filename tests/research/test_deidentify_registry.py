@@ -102,7 +102,8 @@ def test_every_pattern_compiles_and_is_read() -> None:
         for key in entries:
             name = f"{section}.{key}"
             assert re.compile(words.part(name)), name
-            read = f'"{name}"' in code or f'{section}.{{n}}' in code and f'"{key}"' in code
+            quoted = f'"{name}"' in code or f"'{name}'" in code
+            read = quoted or f"{section}.{{n}}" in code and f'"{key}"' in code
             assert read or name in specs.split() or re.search(rf"\b{key}\b", slots), name
 
 
