@@ -24,7 +24,7 @@ from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
 from companion.research.propagate import RARE_ZIPF
 from companion.research.unknown import load_frequencies
-from companion.research.words import TOKEN, part, word_set
+from companion.research.words import TOKEN, pattern, word_set
 
 
 def _set(words: str) -> frozenset[str]:
@@ -32,6 +32,10 @@ def _set(words: str) -> frozenset[str]:
 
 
 _WORD = TOKEN
+# The patterns are in companion/data/patterns.toml ([cues]).
+_POSSESSIVE, _AGE_NEXT, _STOP, _BARE_INITIALS, _PAST, _PLACE_CUE, _INITIALS = (
+    pattern(f"cues.{n}") for n in ("POSSESSIVE", "AGE_NEXT", "STOP", "BARE_INITIALS", "PAST",
+                                   "PLACE_CUE", "INITIALS"))
 # Finite verbs no modal "will" takes and no abstract noun does: speech, contact, and what a
 # body does ("mark beat me", "miles fell off").
 _ACTS = word_set("cues_acts")
@@ -49,7 +53,6 @@ _JOB_TAILS = word_set("cues_job_tails")
 # Words that make "W the dog" a verb on an animal ("feed the dog").
 _NOT_BEFORE_PET = word_set("cues_not_before_pet")
 _VERB_NAMES = word_set("cues_verb_names")  # "pat the dog"
-_POSSESSIVE = re.compile(r"([a-z][a-z-]*)'s$")
 _TITLES = word_set("cues_titles")
 _AGED = _set("is was turns turned turning")
 _LITTLE = _set("little wee baby young big")  # "little faith is five and"
@@ -57,21 +60,8 @@ _LITTLE = _set("little wee baby young big")  # "little faith is five and"
 _HAS = _set("email e-mail number mobile phone address birthday")
 # Subjects that are a number without being anyone ("the score is three and")
 _NOT_AGED = word_set("cues_not_aged")
-# an age after "is" or "turns": a number, then the end, "and" or a time ("now", "on ...")
-_AGE_NEXT = re.compile(
-    rf"\s+(?:{part('spoken.AGE_NUMBER')})(?=\s*$|\s+(?:and|now|today|next|this|on|in|at|soon)\b)"
-)
-_STOP = re.compile(r"[.!?;:|]\s*$")  # "|" joins the replies of one answer in an export
-_BARE_INITIALS = re.compile(r"(?<![\w'])([b-hj-z]\s+(?:[a-z]\s+){0,2})([a-z][\w'-]{2,})\b")
 _OWNER = _set("my our the his her their")
-_PAST = re.compile(r"[a-z]{2,}(?<!e)ed")  # "will cleaned the van" (not "will need", "will feed")
-_PLACE_CUE = re.compile(r"\b(?:in|at|from|to|near|of)\s+$")
 _ANIMALS = PETS | _set("bitch tup ewe ram sheepdog mare gelding stallion bird")
-# "mr d j hollins", "Mrs J. Okafor": a title, initials, a surname.
-_INITIALS = re.compile(
-    r"\b(?i:mr|mrs|ms|miss|mister|missus|dr|doctor)\.?\s+((?:(?![ai]\b)[a-z]|[A-Z])\.?"
-    r"(?:\s+[A-Za-z]\.?){0,2}\s+[A-Za-z][\w'-]{2,})"
-)
 
 
 def _aged(view: str, raw: list[str], words: list[re.Match[str]], i: int) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -18,7 +17,7 @@ from typing import Any
 
 from companion.checksum import sha256_file
 from companion.errors import CompanionError
-from companion.research.words import alternation, part
+from companion.research.words import pattern
 
 log = logging.getLogger(__name__)
 
@@ -34,22 +33,8 @@ INSTALL_HINT = "install the deidentify extra: .venv/bin/python -m pip install -e
 # spaCy's OntoNotes labels -> the redaction tags researchers see.
 LABELS = {"PERSON": "PERSON", "GPE": "PLACE", "LOC": "PLACE", "FAC": "PLACE", "ORG": "ORG",
           "DATE": "DATE"}  # fmt: skip
-# A DATE entity is redacted only when it pins a day or year ("March 3rd", "1982", "the third
-# of May"), not for "yesterday", "last summer" or "in June", which identify nobody ...
-_WEEKDAYS = alternation("weekdays")
-_PINNED_DATE = re.compile(
-    rf"\d|{_WEEKDAYS}|christmas|easter|nineteen|thousand|teenth|{part('spoken.ORDINAL')}", re.I
-)
-# ... nor a length of time ("2 weeks", "about 8 years ago") or a weekday said alone ("last
-# Thursday", "every Sunday night").
-_UNPINNED_DATE = re.compile(
-    r"(?:(?:about|around|over|almost|nearly|only|just|the last|the past|for)\s+)?"
-    r"(?:a few|a couple of|\w+)\s+(?:whole\s+|long\s+)?"
-    r"(?:days?|weeks?|months?|years?|seasons?|decades?|hours?)(?:\s+(?:ago|later|before|now))?"
-    rf"|(?:(?:last|next|this|every|on|that)\s+)?(?:{_WEEKDAYS})s?"
-    r"(?:\s+(?:night|morning|afternoon|evening))?",
-    re.IGNORECASE,
-)
+# A DATE entity is redacted only when it pins a day or year ([ner] of patterns.toml).
+_PINNED_DATE, _UNPINNED_DATE = pattern("ner.PINNED_DATE"), pattern("ner.UNPINNED_DATE")
 
 
 class NerUnavailable(CompanionError):

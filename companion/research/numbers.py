@@ -16,6 +16,7 @@ Found = tuple[int, int, str]  # start, end, label (not ner's Span: `ner` reads `
 UNIT, TENS, _WORD = part("common.UNIT"), part("common.TENS"), part("numbers.WORD")
 SAID_DATE, ID, GROUPED_ID, PHONE, SLASHED, LOST_DOTS, SAID_URL = (pattern(f"numbers.{n}") for n in (
     "SAID_DATE", "ID", "GROUPED_ID", "PHONE", "DATE_SLASHED", "LOST_DOTS", "SAID_URL"))
+_POSTCODES = [pattern(f"addresses.POSTCODE_{n}") for n in ("UK", "NL", "IE", "CA")]
 _RUN, _PIECE = pattern("numbers.RUN"), pattern("numbers.PIECE")
 _DIGITS = {**dict.fromkeys(word_set("number_teens", "number_tens"), 2), "hundred": 2,
            "thousand": 3, "double": 1, "triple": 2}  # fmt: skip
@@ -59,7 +60,8 @@ def said_numbers(text: str) -> list[Found]:
                                    and digits >= 2 and letters + digits >= 5):  # fmt: skip
             a, b = seg[0][1], seg[-1][2]
             if not SAID_DATE.fullmatch(text, a, b):  # a date said as numbers is a date
-                postcode = all(len(w) == 1 for w, _, _ in (seg[0], *seg[-2:]))  # "l s six two q t"
+                postcode = all(len(w) == 1 for w, _, _ in (seg[0], *seg[-2:])) or any(
+                    p.fullmatch(text, a, b) for p in _POSTCODES)  # "l s six two q t", "M14 5TB"
                 phone = not letters and 7 <= digits <= 13 and not {w for w, _, _ in seg} & _SEPS
                 found.append((a, b, "ADDRESS" if postcode else "PHONE" if phone else "ID"))
     return found

@@ -24,7 +24,7 @@ from companion.research.casing import NOT_PROPER, PLACE_CUES
 from companion.research.context import STOP, base
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import INSTALL_HINT, NerUnavailable, Span
-from companion.research.words import THRESHOLDS, TOKEN, alternation
+from companion.research.words import THRESHOLDS, TOKEN, pattern
 
 FREQUENCIES = ("wordfreq", "data/small_en.msgpack.gz")
 FREQUENCIES_SHA256 = "f94a80cba6a3857b260d0666b5432bb7ea9b85315574dee9c306e87f61298247"
@@ -35,7 +35,7 @@ CANDIDATE_ZIPF = THRESHOLDS["candidate_zipf"]  # a first name this frequent as a
 
 _PREFIXES = ("co", "re", "un", "non", "over", "out", "mis", "pre", "under", "super")
 _JOINS = ("dot", "at", "underscore", "dash", "hyphen")
-_SPELLED = re.compile(rf"[a-z]|{'|'.join(_JOINS)}|{alternation('said_digits')}")
+_SPELLED = pattern("unknown.SPELLED")
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,7 @@ from companion.errors import ConfigError
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
     DATA_FILE: "d0b43fe236973fb112e028fcf15e1be453685a81ee98765ffa0ffee98b710a16",
-    PATTERNS_FILE: "6c480ead4654ea830382096956be2d478baf9f4af5cd643f6052b608c51d8712",
+    PATTERNS_FILE: "60fb831dae1a01c5029765330a9393473dd6cbaaa7c936ccf3775a013d25213b",
 }
 
 
@@ -56,7 +56,7 @@ def sections() -> dict[str, dict[str, str]]:
             for s, d in sections.items()}  # fmt: skip
 
 
-_SLOT = re.compile(r"\{([A-Z][\w.]*|[a-z][\w|]*)(:title)?\}")
+_SLOT = re.compile(r"\{([A-Z]\w*|[a-z]\w*\.[A-Z]\w*|[a-z][\w|]*)(:title)?\}")
 
 
 @cache
@@ -67,7 +67,7 @@ def part(name: str) -> str:
 
     def fill(m: re.Match[str]) -> str:
         ref, title = m.group(1), bool(m.group(2))
-        if ref[0].islower():
+        if ref[0].islower() and "." not in ref:
             return alternation(*ref.split("|"), title=title)
         if "." not in ref:
             ref = f"{section if ref in sections()[section] else 'common'}.{ref}"

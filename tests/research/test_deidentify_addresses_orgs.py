@@ -33,6 +33,8 @@ def redactor() -> Redactor:
         ("The depot was Unit 12 Castleford Trading Estate.", "Unit 12 Castleford", "[ADDRESS]"),
         ("we lived at flat six forty one birch road", "six forty one birch", "[ADDRESS]"),
         ("They live at 515 Bank Street North now.", "515 Bank Street North", "[ADDRESS]"),
+        # a postcode alone is an address, though its letters and digits read as a number too
+        ("Our postcode is LS6 2QT since the move.", "LS6 2QT", "[ADDRESS]"),
         # foreign streets: the kind first, inside the word, or after
         ("Grandma lived at Kastanienallee 31 in Berlin.", "Kastanienallee 31", "[ADDRESS]"),
         ("Our hotel was on rue des Martyrs, near the bakery.", "Martyrs", "[ADDRESS]"),
