@@ -17,7 +17,7 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "d72f74de6598bad90224b8b0e02061aaa491c1476eebfd89e1ae7e142c0e3b36",
+    DATA_FILE: "a1995a9161e48b98b1d53427d0dda054b21ddad1fa1b7fdb1674d873effc1eb2",
     PATTERNS_FILE: "60fb831dae1a01c5029765330a9393473dd6cbaaa7c936ccf3775a013d25213b",
 }
 
