@@ -23,6 +23,7 @@ _DIGITS = {**dict.fromkeys(word_set("number_teens", "number_tens"), 2), "hundred
 _STOP, _LEAST = word_set("context_stop"), THRESHOLDS["phone_digits"]
 _SEPS, _BIG = word_set("number_separators"), ("hundred", "thousand")
 _EDGE = _SEPS | {"and", "then", "plus"}
+_LETTERS = ("zed", "aitch")  # letters said by their names
 
 
 def _word(w: str, by: list[tuple[str, int, int]]) -> bool:
@@ -55,7 +56,8 @@ def said_numbers(text: str) -> list[Found]:
                 digits += 0 if ten else _DIGITS.get(w, 1)
             else:
                 digits += sum(map(str.isdigit, w))
-                letters += len(w) == 1 if w.isalpha() else not re.fullmatch(r"\d+(st|nd|rd|th)?", w)
+                letters += len(w) == 1 or w in _LETTERS if w.isalpha() else not re.fullmatch(
+                    r"\d+(st|nd|rd|th)?", w)
         if (words or letters) and (digits >= 6 or digits >= 4 and words >= 4 or letters
                                    and digits >= 2 and letters + digits >= 5):  # fmt: skip
             a, b = seg[0][1], seg[-1][2]

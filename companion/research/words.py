@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "a1995a9161e48b98b1d53427d0dda054b21ddad1fa1b7fdb1674d873effc1eb2",
-    PATTERNS_FILE: "60fb831dae1a01c5029765330a9393473dd6cbaaa7c936ccf3775a013d25213b",
+    DATA_FILE: "dd04ec9279db22d19bc9794bba38ddefb5813113f08f5614149ff5fe39503f0f",
+    PATTERNS_FILE: "3b5eaf72ca27e7f4f42b7ee77e3ab10e9fef5b6f2df2df9a923b774ab73ddae9",
 }
 
 
