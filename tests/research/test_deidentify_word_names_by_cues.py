@@ -150,7 +150,7 @@ def test_gone(redactor: Redactor, text: str, gone: str) -> None:
         "father christmas came to the school and the kids screamed",
         "We walked down to the harbour and back.",
         "feed the cat before you go out",
-        "will need a lift on friday to the shops",
+        "will need a lift on fridays to the shops",
         "She was Employee of the Year and cried at the party.",
         "the cat is my best friend and always has been",
         "the score is three and they are winning",
