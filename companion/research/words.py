@@ -17,7 +17,7 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "dd04ec9279db22d19bc9794bba38ddefb5813113f08f5614149ff5fe39503f0f",
+    DATA_FILE: "0eb16ab325b910f68a067855977dee3f9df3e9048d70e40ff70306537b68e564",
     PATTERNS_FILE: "3b5eaf72ca27e7f4f42b7ee77e3ab10e9fef5b6f2df2df9a923b774ab73ddae9",
 }
 
