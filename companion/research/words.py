@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "0eb16ab325b910f68a067855977dee3f9df3e9048d70e40ff70306537b68e564",
-    PATTERNS_FILE: "3b5eaf72ca27e7f4f42b7ee77e3ab10e9fef5b6f2df2df9a923b774ab73ddae9",
+    DATA_FILE: "d2fd12281cd70e7cd7503a1de7ff375d9b542fa6a9a323ad0f8784bb427c980d",
+    PATTERNS_FILE: "493dcc592003121dce51de90aee5791fe774acb804281ff5c7bce1247cdb391a",
 }
 
 
