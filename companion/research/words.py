@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "d2fd12281cd70e7cd7503a1de7ff375d9b542fa6a9a323ad0f8784bb427c980d",
-    PATTERNS_FILE: "493dcc592003121dce51de90aee5791fe774acb804281ff5c7bce1247cdb391a",
+    DATA_FILE: "398a08ec58134f5617d69b7610491b0169399c3f4b2114eabd5c6abcc9b3f2f8",
+    PATTERNS_FILE: "fc2855c922813b65dd51543d87099f0ea855367de6f63428fc8327c3ecbca58e",
 }
 
 

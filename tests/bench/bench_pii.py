@@ -80,7 +80,8 @@ HELD_OUT = 15
 # were final, counts only.
 LATER = {30: "customer-service calls", 31: "profiles, obituaries and a CV",
          32: "tenancy e-mails, a wiki page, voicemails and a memoir",
-         33: "a claim, a discharge letter, profiles, calls and an oral history"}
+         33: "a claim, a discharge letter, profiles, calls and an oral history",
+         34: "chats, a newsletter, a club history, calls and a eulogy"}
 
 
 def set_path(n: int) -> Path:
