@@ -76,8 +76,8 @@ def widened(text: str, found: list[Span], gaz: Gazetteer | None = None) -> list[
 _SUFFIXED, _SHOP, _CUE, _KIND_FIRST, _WORD = (pattern(f"addresses.{n}") for n in (
     "SUFFIXED", "SHOP", "CUE", "KIND_FIRST", "ORG_WORD"))
 # A suffix written in capitals is said letter by letter ("l l c", "d a c").
-_SPELLED = {" ".join(w) for w in (s.replace(".", "").lower() for s in WORDS["org_suffixes"]
-                                  if s.replace(".", "").isupper()) if 2 <= len(w) <= 4}  # fmt: skip
+_CAPS = (s.replace(".", "") for s in WORDS["org_suffixes"] if s.replace(".", "").isupper())
+_SPELLED = {" ".join(w.lower()) for w in _CAPS if 2 <= len(w) <= 4 and w.isalpha()}
 _SAID_SUFFIX = re.compile(rf"{part('addresses.SAID_SUFFIX')}|(?<=\s)(?:{'|'.join(_SPELLED)})\b")
 _STOP = STOP - {"and", "of"} | word_set("org_stops")
 _KINDS = word_set("org_heads", "place_heads", "org_suffixes_said") | {"group", "services"}

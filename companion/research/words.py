@@ -17,7 +17,7 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "398a08ec58134f5617d69b7610491b0169399c3f4b2114eabd5c6abcc9b3f2f8",
+    DATA_FILE: "c2ecebf16a64988b80c21f5479442163bba561bc8e85ada7267210954428d4e9",
     PATTERNS_FILE: "fc2855c922813b65dd51543d87099f0ea855367de6f63428fc8327c3ecbca58e",
 }
 
