@@ -1,6 +1,6 @@
-"""The de-identification's word lists, thresholds and recognizer examples, as data: one
-versioned file (companion/data/deidentify.json), checked against its pinned sha256 before
-use, so no list lives in code twice and a changed list never redacts silently differently.
+"""The de-identification's data: word lists, thresholds and examples (companion/data/
+deidentify.json) and regular expressions (patterns.toml), each checked against its pinned
+sha256 before use, so no list lives in code and a changed one never redacts differently.
 """
 
 from __future__ import annotations
@@ -99,5 +99,5 @@ def ordinary() -> frozenset[str]:
     text = files.joinpath("stories.jsonl").read_text("utf-8")
     text += files.joinpath("default_protocol.toml").read_text("utf-8")
     # Only words written in lower case there: the names in our stories are not ordinary.
-    words = {part for w in TOKEN.findall(text) if w.islower() for part in w.split("-")}
+    words = {p for w in TOKEN.findall(text) if w.islower() for p in w.split("-")}
     return frozenset(words - {""}) | word_set("glue")
