@@ -81,7 +81,7 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
             label: str = "PLACE") -> list[Span]:  # fmt: skip
     """Buildings and districts named with their kind: the name words just before the kind,
     as many as can be (typed: capitalised with the kind capitalised too; spoken: at least
-    one no English word, two words of any kind, or bare after a preposition)."""
+    one no English word, two before an organisation's kind, or bare after a preposition)."""
     spans = []
     for start, head_start, head_end in _head_phrases(text, kinds):
         head = text[head_start:head_end]
@@ -107,7 +107,7 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
             # English word at all ("glasgow", "moseley", "jewellery"), or a saint's or a
             # royal name that makes an institution ("st mary's", "the royal infirmary")
             ok = any(not gaz.is_ordinary(w.group(0).removesuffix("'s")) or w.group(0) in _TITLED
-                     for w in kept) or len(kept) > 1  # fmt: skip
+                     for w in kept) or label == "ORG" and len(kept) > 1  # fmt: skip
         if ok and kept:
             spans.append(Span(start + kept[0].start(), head_end, label))
     return spans
