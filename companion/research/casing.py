@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from companion.research.context import ABSTRACT, DETERMINERS, PETS, RELATIONS, ROLES, STOP, base
+from companion.research.context import ABSTRACT, DETERMINERS, PETS, RELATIONS, ROLES, STOP, at, base
 from companion.research.gazetteer import UK_AREAS, Gazetteer
 from companion.research.ner import Span
 from companion.research.words import TOKEN, word_set
@@ -49,8 +49,7 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
     found = list(TOKEN.finditer(text))
     words = [base(m.group(0)) for m in found]
     for i, m in enumerate(found):
-        word, prev, prev2 = words[i], words[i - 1] if i else "", words[i - 2] if i > 1 else ""
-        nxt = words[i + 1] if i + 1 < len(words) else ""
+        word, prev, prev2, nxt = words[i], at(words, i - 1), at(words, i - 2), at(words, i + 1)
         if word == "i":
             chars[m.start()] = "I"
         ordinary = gaz.is_ordinary(word)
@@ -71,9 +70,7 @@ def truecase(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> tuple[
         known = gaz.is_name(word) and not ordinary and usable
         if known or person or place or plain:
             chars[m.start()] = chars[m.start()].upper()
-            label = gaz.label(word)
-            if prev in PLACE_CUES and word not in gaz.people:
-                label = "PLACE"
+            label = "PLACE" if prev in PLACE_CUES and word not in gaz.people else gaz.label(word)
             spans.append(Span(m.start(), m.start() + len(word), label))
     return "".join(chars), spans
 
@@ -83,14 +80,9 @@ def pet_names(text: str, gaz: Gazetteer) -> list[Span]:
     function word that a story puts there."""
     spans, words = [], list(TOKEN.finditer(text))
     raw = [m.group(0) for m in words]
-    for i in range(len(words)):
-        if raw[i] not in PETS:  # the possessive is no name
-            continue
-        k = i + 2 if raw[i + 1 : i + 2] in (["called"], ["named"]) else i + 1
-        if k >= len(words):
-            continue
-        word = base(raw[k])
-        after = raw[k + 1] if k + 1 < len(raw) else ""
+    for i in [i for i, w in enumerate(raw) if w in PETS]:  # the possessive is no name
+        k = i + 2 if at(raw, i + 1) in ("called", "named") else i + 1
+        word, after = base(at(raw, k)), at(raw, k + 1)  # past the end, "" (too short)
         # a plural word is no name, unless a verb follows it
         named = after.endswith("ed") or after in _PAST
         if (word not in _NOT_PET_NAMES and word not in STOP and len(word) > 1
@@ -111,20 +103,17 @@ def widen(
     low = [base(m.group(0).lower()) for m in words]
     lower = not any(c.isupper() for c in text)
 
-    def loose(i: int, gap: str) -> bool:
-        w = low[i]
-        return ((not gaz.is_ordinary(w) or w in gaz.people) and not common(w) and len(w) > 1
-                and w not in _PERSON_CUES and w not in NOT_PROPER)  # fmt: skip
-
-    def capital(i: int, gap: str) -> bool:
-        w = words[i].group(0)
-        return (gap.isspace() and w[0].isupper() and not w.isupper() and low[i] in gaz.people
-                and low[i] not in NOT_PROPER and low[i] not in _PERSON_CUES)  # fmt: skip
+    def near(i: int, gap: str) -> bool:  # an unknown word or, typed, a capitalised name
+        w, token = low[i], words[i].group(0)
+        if w in _PERSON_CUES or w in NOT_PROPER:
+            return False
+        if lower:
+            return (not gaz.is_ordinary(w) or w in gaz.people) and not common(w) and len(w) > 1
+        return gap.isspace() and token[0].isupper() and not token.isupper() and w in gaz.people
 
     def surname(i: int) -> bool:
-        after = low[i + 1] if i + 1 < len(low) else ""
-        return (low[i] in gaz.people and low[i] not in _PERSON_CUES and len(low[i]) > 2
-                and low[i] not in NOT_PROPER and after in _AFTER_SURNAME | {""})  # fmt: skip
+        return (low[i] in gaz.people and len(low[i]) > 2 and at(low, i + 1) in _AFTER_SURNAME | {""}
+                and low[i] not in NOT_PROPER and low[i] not in _PERSON_CUES)  # fmt: skip
 
     out = []
     for span in spans:
@@ -136,7 +125,6 @@ def widen(
                 and not (low[a] in RELATIONS and low[max(a - 1, 0)] in DETERMINERS)):
             start, a = words[a].start(), a - 1
         if lower and span.label in ("PERSON", "PLACE") or span.label == "PERSON":
-            near = loose if lower else capital  # typed: a capitalised name next to it
             if b < len(words) and (near(b, text[end : words[b].start()])
                                    or lower and span.label == "PERSON" and surname(b)):  # fmt: skip
                 end = words[b].start() + len(low[b])
@@ -149,14 +137,13 @@ def widen(
 def place_phrases(text: str, gaz: Gazetteer) -> list[Span]:
     """Places of two or three words in text without capitals: a phrase the gazetteer lists,
     one of whose words is no ordinary word or that follows a preposition of place."""
-    words = [m.group(0) for m in TOKEN.finditer(text)]
     found = list(TOKEN.finditer(text))
+    words = [m.group(0) for m in found]
     spans = []
     for i in range(len(words)):
-        before = words[max(0, i - 2) : i]
-        if before[-1:] == ["the"]:
-            before = before[:-1]
-        cue = bool(before) and (before[-1] in PLACE_CUES or before[-1] == "on")
+        prev = at(words, i - 1)
+        before = at(words, i - 2) if prev == "the" else prev  # the word before, past a "the"
+        cue = before in PLACE_CUES or before == "on"
         for n in (3, 2):
             group = words[i : i + n]
             if len(group) < n or group[0] == "the":  # "the mountain" is a town somewhere
@@ -164,7 +151,7 @@ def place_phrases(text: str, gaz: Gazetteer) -> list[Span]:
             phrase = " ".join(group)
             if (phrase in gaz.place_names or "-".join(group) in gaz.place_names) and (
                 any(not gaz.is_ordinary(w) for w in group)
-                or cue and (phrase in UK_AREAS or words[i - 1] != "the")
+                or cue and (phrase in UK_AREAS or prev != "the")
             ):  # the peak district, not the mountain top
                 spans.append(Span(found[i].start(), found[i + n - 1].end(), "PLACE"))
                 break

@@ -30,7 +30,7 @@ AFTER_NAME = frozenset(["and", "who", "from", "at"]) | word_set("context_says")
 _SOCIAL = word_set("context_social")
 _TALK_TO = word_set("context_talk_to")
 _CLAUSE = word_set("context_clause") | {""}
-_BE = frozenset(["is", "was", "has", "had"])
+BE = frozenset(["is", "was", "has", "had"])
 ABSTRACT = word_set("context_abstract")  # nouns that follow "with"/"for" as often as a name
 _PETS = PETS | {"guinea", "tom"}
 _NEVER = STOP | RELATIONS | _PETS  # words these rules never take for a name
@@ -42,6 +42,11 @@ _OPENERS = frozenset(["", "and", "with", "remember", "of", "about", "see", "saw"
 def base(word: str) -> str:
     """A word without its possessive "'s"."""
     return word[:-2] if word.endswith("'s") else word
+
+
+def at(words: list[str], k: int) -> str:
+    """words[k], or "" before the first word and after the last."""
+    return words[k] if 0 <= k < len(words) else ""
 
 
 def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> list[Span]:
@@ -61,12 +66,8 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
 
 def _label(raw: list[str], i: int, word: str, gaz: Gazetteer, common: Callable[[str], bool]) -> str:
     """The label of raw[i] as a name by the words around it ("FULL": with the next word)."""
-
-    def at(k: int) -> str:
-        return raw[i + k] if 0 <= i + k < len(raw) else ""
-
-    prev, prev2, nxt = at(-1), at(-2), at(1)
-    by_role = nxt == "the" and at(2) in ROLES  # a job after: a name, though a pet's word too
+    prev, prev2, nxt, nxt2 = (at(raw, i + k) for k in (-1, -2, 1, 2))
+    by_role = nxt == "the" and nxt2 in ROLES  # a job after: a name, though a pet's word too
     never = word in _NEVER and not (by_role and word not in STOP | RELATIONS)
     if never or len(word) < 2 or word.endswith("ly"):
         return ""
@@ -76,7 +77,7 @@ def _label(raw: list[str], i: int, word: str, gaz: Gazetteer, common: Callable[[
         return "PET" if any(w in _PETS for w in raw[max(0, i - 5) : i]) else gaz.label(word)
     if (prev in RELATIONS and any(w in POSSESSIVE for w in raw[max(0, i - 4) : i - 1])
             and (nxt in DOES or nxt in ("from", "who") and word in gaz.people)
-            and (word not in DOES or word in gaz.first and nxt in ACTS | _BE)
+            and (word not in DOES or word in gaz.first and nxt in ACTS | BE)
             and not (gaz.is_ordinary(word) and word.endswith(("ed", "ing")))):  # fmt: skip
         return "PERSON"  # the relation's name, before what they do
     if (prev in _OPENERS and nxt in AFTER_NAME and len(word) > 2
@@ -86,7 +87,7 @@ def _label(raw: list[str], i: int, word: str, gaz: Gazetteer, common: Callable[[
         return "PERSON"  # opening a story, or joined to one
     if not prev and by_role and word in gaz.people and len(word) > 2:
         return "PERSON"  # someone known by their job
-    if (word in gaz.first and nxt in gaz.people and nxt not in _NEVER and at(2) in AFTER_NAME
+    if (word in gaz.first and nxt in gaz.people and nxt not in _NEVER and nxt2 in AFTER_NAME
             and prev not in DETERMINERS):  # fmt: skip
         return "FULL"  # a first name and a surname, before what follows a person
     if (word in gaz.first and len(word) > 2 and not raw[i].endswith("'s") and nxt in _CLAUSE

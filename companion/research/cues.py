@@ -2,24 +2,19 @@
 what only a person or a pet does around them, in typed text or a recogniser's.
 
 `context` takes such a word for a name only between a relation and a verb, or after "with";
-these rules read what English grammar rules out for the ordinary word:
-- "will says", "will overslept": the modal is never followed by a verb that is already
-  finite;
-- "ruby smiled at me", "miles fell off": a first name opening a clause and then an act only
-  a person does (words that are feelings or virtues, "hope" and "joy", only before a word
-  of speech or contact: "hope is everything" stays);
-- "the carer grace sang", "the health visitor faith came": a job, then the name;
-- "will's mum", "hope's husband": a first name owning a relation;
-- "hunter the lurcher", "toby the cat": a name, "the", then an animal.
-Each rule needs the word to be a census first name (or no English word), and a cue on
-both sides, so one ordinary word alone never makes a name.
+these rules read what English grammar rules out for the ordinary word: the modal before a
+verb already finite ("will says"); a word opening a clause before an act only a person does
+("ruby smiled at me"; a feeling or virtue, "hope", only before speech or contact: "hope is
+everything" stays); a job before it; a relation it owns ("will's mum"); "the" and an animal
+after it ("toby the cat"). Each rule needs the word to be a census first name (or no English
+word), and a cue on both sides, so one ordinary word alone never makes a name.
 """
 
 from __future__ import annotations
 
 import re
 
-from companion.research.context import PETS, RELATIONS, ROLES, STOP
+from companion.research.context import BE, PETS, RELATIONS, ROLES, STOP, at
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
 from companion.research.propagate import RARE_ZIPF
@@ -31,7 +26,6 @@ def _set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-_WORD = TOKEN
 # The patterns are in companion/data/patterns.toml ([cues]).
 _POSSESSIVE, _AGE_NEXT, _STOP, _BARE_INITIALS, _PAST, _PLACE_CUE, _INITIALS = (
     pattern(f"cues.{n}") for n in ("POSSESSIVE", "AGE_NEXT", "STOP", "BARE_INITIALS", "PAST",
@@ -40,7 +34,6 @@ _POSSESSIVE, _AGE_NEXT, _STOP, _BARE_INITIALS, _PAST, _PLACE_CUE, _INITIALS = (
 # body does ("mark beat me", "miles fell off").
 _ACTS = word_set("cues_acts")
 _SPEECH = word_set("cues_speech")
-_BE = _set("is was has had")
 # Words opening a clause in a recogniser's text, which has no full stops.
 _OPENERS = word_set("cues_openers")
 # Feelings and virtues that are first names too: a noun before "is" as often as a name.
@@ -66,19 +59,14 @@ _ANIMALS = PETS | _set("bitch tup ewe ram sheepdog mare gelding stallion bird")
 
 def _aged(view: str, raw: list[str], words: list[re.Match[str]], i: int) -> bool:
     """raw[i] is followed by an age: "is three and", "turns four on", "will be ten on"."""
-    if raw[i + 1 : i + 3] == ["will", "be"]:
-        return bool(_AGE_NEXT.match(view, words[i + 2].end()))
-    if raw[i + 1 : i + 4] == ["would", "have", "been"]:  # "bunty would have been eighty"
-        return bool(_AGE_NEXT.match(view, words[i + 3].end()))
-    return raw[i + 1 : i + 2] != [] and raw[i + 1] in _AGED and bool(
-        _AGE_NEXT.match(view, words[i + 1].end()))  # fmt: skip
+    after = raw[i + 1 : i + 4]  # "bunty would have been eighty"
+    n = 2 if after[:2] == ["will", "be"] else 3 if after == ["would", "have", "been"] else 1
+    return (n > 1 or at(after, 0) in _AGED) and bool(_AGE_NEXT.match(view, words[i + n].end()))
 
 
 def _does(word: str) -> frozenset[str]:
     """The verbs after which `word`, opening a clause, can only be a person."""
-    if word in _ABSTRACT:
-        return _SPEECH
-    return _ACTS if word in _THINGS else _ACTS | _BE
+    return _SPEECH if word in _ABSTRACT else _ACTS if word in _THINGS else _ACTS | BE
 
 
 def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
@@ -87,68 +75,58 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
     view = text.lower()
     if len(view) != len(text):  # a letter whose lower case is longer: offsets would shift
         return []
-    words = list(_WORD.finditer(view))
+    words = list(TOKEN.finditer(view))
     raw = [m.group(0) for m in words]
     freq = load_frequencies()
     spans = []
     for i, m in enumerate(words):
-        word = raw[i]
-        prev = raw[i - 1] if i else ""
-        prev2 = raw[i - 2] if i > 1 else ""
-        nxt = raw[i + 1] if i + 1 < len(raw) else ""
+        word, prev, prev2, nxt = raw[i], at(raw, i - 1), at(raw, i - 2), at(raw, i + 1)
         # opening a clause: first, after a conjunction, or after a stop in typed text
-        end = 0
         gap = words[i - 1].end() if i else 0  # a stop can only stand after the last word
         opens = not prev or prev in _OPENERS or bool(_STOP.search(text, gap, m.start()))
-        label = ""
+        label, end = "", m.end()
         if word == "will" and opens and _surname(nxt, gaz):
             label, end = "PERSON", words[i + 1].end()  # "will harker wants a job"
-        elif word == "will" and opens and (nxt in _ACTS or nxt in _BE or _PAST.fullmatch(nxt)
-                                           or nxt == "from" and any(
-                w in _ACTS for w in raw[i + 2 : i + 6])):  # fmt: skip
+        elif word == "will" and opens and (nxt in _ACTS or nxt in BE or _PAST.fullmatch(nxt) or (
+                nxt == "from" and any(w in _ACTS for w in raw[i + 2 : i + 6]))):  # fmt: skip
             label = "PERSON"  # "will says", "and will is outside", "will from next door"
         elif word in STOP or word in RELATIONS or len(word) < 3 or word in _NOT_AGED:
             pass
         elif (opens or prev in _LITTLE) and _aged(view, raw, words, i):
             label = "PERSON"  # "hope is four and she danced", "gruff turns four on the 23rd"
-        elif opens and nxt in _BE and raw[i + 2 : i + 3] and raw[i + 2] in _OWNER and any(
+        elif opens and nxt in BE and at(raw, i + 2) in _OWNER and any(
                 w in _ANIMALS for w in raw[i + 3 : i + 6]):  # fmt: skip
             label = "PET"  # "flint is my young dog", "nell is the old collie who"
         elif word not in gaz.first and freq.get(word, 0.0) >= RARE_ZIPF:
             pass  # neither a first name nor a word too rare to be anything but a name here
         elif _surname(nxt, gaz) and opens:
-            label = "PERSON"  # "hope tran and femi started at the school"
-            end = words[i + 1].end()
-        elif prev in _TITLES and prev2 not in ("the", "a") and raw[i + 1 : i + 2] != ["christmas"]:
+            label, end = "PERSON", words[i + 1].end()  # "hope tran and femi started at the school"
+        elif prev in _TITLES and prev2 not in ("the", "a") and nxt != "christmas":
             label = "PERSON"  # "doctor dawn sent me for an x-ray"
-        elif opens and nxt in _does(word):
-            label = "PERSON"  # "ruby smiled at me", "because miles has hurt his knee"
-        elif opens and nxt in ("at", "on", "from") and any(
-                w in _does(word) for w in raw[i + 2 : i + 6]):  # fmt: skip
-            label = "PERSON"  # "penny at school says", "dawn on the telly says"
+        elif opens and (nxt in _does(word) or nxt in ("at", "on", "from") and any(
+                w in _does(word) for w in raw[i + 2 : i + 6])):  # fmt: skip
+            label = "PERSON"  # "ruby smiled", "because miles has hurt", "penny at school says"
         elif (prev in ROLES or prev in _JOB_TAILS) and prev2 in ("the", "our", "my", "health") \
                 and nxt not in STOP - _AFTER_JOB:  # fmt: skip
             label = "PERSON"  # "the carer grace sang", "the health visitor faith came"
-        elif nxt == "the" and raw[i + 2 : i + 3] and raw[i + 2] in PETS \
+        elif nxt == "the" and at(raw, i + 2) in PETS \
                 and prev not in _NOT_BEFORE_PET and word not in _VERB_NAMES:  # fmt: skip
             label = "PET"  # "we still talk about ranger the whippet"
-        if not label and i == 0 and nxt == "the" and raw[2:3] and raw[2] in _ANIMALS | {"guinea"} \
+        if not label and i == 0 and nxt == "the" and at(raw, 2) in _ANIMALS | {"guinea"} \
                 and word not in _NOT_BEFORE_PET | _VERB_NAMES | STOP:  # fmt: skip
             label = "PET"  # "pickle the guinea pig got out": a story opening with its pet
         if label:
-            spans.append(Span(m.start(), end if label == "PERSON" and end else m.end(), label))
-    for i, m in enumerate(words):  # "franks email is": a recogniser drops the apostrophe
-        base = raw[i][:-1]
-        if raw[i].endswith("s") and base in gaz.first and raw[i + 1 : i + 2] \
-                and raw[i + 1] in _HAS and base not in STOP and len(base) > 2:  # fmt: skip
+            spans.append(Span(m.start(), end, label))
+        base = word[:-1]  # "franks email is": a recogniser drops the apostrophe
+        if word.endswith("s") and base in gaz.first and nxt in _HAS \
+                and base not in STOP and len(base) > 2:  # fmt: skip
             spans.append(Span(m.start(), m.start() + len(base), "PERSON"))
-    for i, m in enumerate(words):  # "will's mum texted", "hope's husband"
-        owner = _POSSESSIVE.match(raw[i])
-        if owner and owner.group(1) in gaz.first and raw[i + 1 : i + 2] \
-                and raw[i + 1] in RELATIONS and owner.group(1) not in ("my", "his"):  # fmt: skip
+        owner = _POSSESSIVE.match(word)  # "will's mum texted", "hope's husband"
+        if owner and owner.group(1) in gaz.first and nxt in RELATIONS \
+                and owner.group(1) not in ("my", "his"):  # fmt: skip
             spans.append(Span(m.start(), m.start() + len(owner.group(1)), "PERSON"))
     spans += [Span(m.start(), m.end(), "PERSON") for m in _INITIALS.finditer(text)]
-    for m in _WORD.finditer(text):  # "Siobhán", "Łódź": a capital, a letter English lacks
+    for m in TOKEN.finditer(text):  # "Siobhán", "Łódź": a capital, a letter English lacks
         if m[0][0].isupper() and not m[0].isascii() and len(m[0]) > 1:
             place = bool(_PLACE_CUE.search(text, 0, m.start()))
             spans.append(Span(m.start(), m.end(), "PLACE" if place else "PERSON"))
