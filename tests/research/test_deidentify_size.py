@@ -18,7 +18,7 @@ FINDERS = ("recognizers", "deidentify", "numbers", "addresses", "landmarks", "ca
 # Issue 28 asks for 1,600; it was 2,557 before, 2,115 with the address, organisation,
 # number and URL recognizers added, and 1,765 with the patterns in patterns.toml. The
 # budget holds what is reached: lower it as code goes.
-BUDGET = 1765
+BUDGET = 1713
 MOST_WORDS = 10
 # A run of more than MOST_WORDS plain words joined by "|" in a pattern.
 ALTERNATION = re.compile(rf"(?:[a-z][a-z' ]*\|){{{MOST_WORDS},}}[a-z][a-z' ]*", re.IGNORECASE)
