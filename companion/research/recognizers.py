@@ -19,21 +19,10 @@ from companion.research.casing import pet_names, place_phrases, typed_names
 from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
 from companion.research.ner import Span, tag
-from companion.research.words import (
-    TOKEN,
-    alternation,
-    data,
-    ordinary,
-    part,
-    pattern,
-    sections,
-    word_set,
-)
+from companion.research.words import TOKEN, alternation, data, ordinary, pattern, sections, word_set
 
 if TYPE_CHECKING:
     from companion.research.gazetteer import Gazetteer
-
-NOT_NAMES = part("recognizers.NOT_NAMES")
 
 def _cued(cue: str, words: int = 2) -> re.Pattern[str]:
     """Up to `words` words after `cue`, "called" or "named" between them allowed."""
@@ -45,7 +34,7 @@ _CONTACT = _cued(alternation("contact_verbs"))
 _RELATED = _cued(alternation("relations"))
 _PET = _cued(alternation("pet_kinds"), 1)
 _BIRTHDAY, _NAME_IS_AGE = pattern("recognizers.BIRTHDAY"), pattern("spoken.NAME_IS_AGE")
-_DETERMINERS = word_set("determiners")
+_DETERMINERS, _NOT_NAMES = word_set("determiners"), word_set("not_names")
 
 
 @dataclass
@@ -54,7 +43,7 @@ class Text:
     capitals, read with the gazetteer), `found` the spans of the recognizers before."""
 
     text: str
-    nameish: Callable[[str], bool] | None = None
+    nameish: Callable[[str], bool]
     gaz: Gazetteer | None = None
     freq: dict[str, float] = field(default_factory=dict)
     names: tuple[str, ...] = ()  # the participant's names known so far
@@ -96,8 +85,8 @@ def is_name(word: str, t: Text) -> bool:
     """Capitalised and no sentence word ("My", "Mum"), or in text without capitals a word
     `nameish` accepts or a rare one."""
     if word[:1].isupper():
-        return not re.fullmatch(NOT_NAMES, word)
-    return t.lower and t.nameish is not None and (t.nameish(word) or unknown.rare(word))
+        return word not in _NOT_NAMES
+    return t.lower and (t.nameish(word) or unknown.rare(word))
 
 
 def _words(matches: Iterable[re.Match[str]], ok: Callable[[str], bool], label: str = "PERSON"
@@ -121,17 +110,14 @@ def introduced(t: Text) -> list[Span]:
     return _words((m for p in intros.OWN for m in p.finditer(t.text)), lambda w: is_name(w, t))
 
 
-def _cue_names(cue: re.Pattern[str], label: str = "PERSON") -> Callable[[Text], list[Span]]:
+def _cue_names(cue: re.Pattern[str], t: Text, label: str = "PERSON") -> list[Span]:
     """The name after a cue: capitalised (case-sensitive: "my friend said" stays), or in text
     without capitals no ordinary word."""
 
-    def find(t: Text) -> list[Span]:
-        def ok(w: str) -> bool:
-            return w not in ordinary() and len(w) > 2 if t.lower else is_name(w, t)
+    def ok(w: str) -> bool:
+        return w not in ordinary() and len(w) > 2 if t.lower else is_name(w, t)
 
-        return _words(cue.finditer(t.text), ok, label)
-
-    return find
+    return _words(cue.finditer(t.text), ok, label)
 
 
 def _birthday(t: Text) -> list[Span]:
@@ -153,21 +139,21 @@ def _own_names(t: Text) -> list[Span]:
         return []
     names = "|".join(map(re.escape, t.names))
     initial = rf"\b[{re.escape(''.join(sorted({n[0] for n in t.names})))}]\b\.?"
-    own = re.compile(
-        rf"(?:{initial}\s*){{0,3}}\b(?:{names})(?:'s)?\b|{initial}(?:\s*{initial}){{2,}}", re.I
-    )
-    return [Span(m.start(), m.end(), "PERSON") for m in own.finditer(t.text)]
+    own = rf"(?:{initial}\s*){{0,3}}\b(?:{names})(?:'s)?\b|{initial}(?:\s*{initial}){{2,}}"
+    return [Span(m.start(), m.end(), "PERSON") for m in re.finditer(own, t.text, re.I)]
 
 
-def _g(find: Callable[..., list[Span]], *extra: str) -> Callable[[Text], list[Span]]:
-    """A finder that reads the gazetteer (and, by name, the word frequencies or `common`)."""
+def _g(name: str, entity: str, find: Callable[..., list[Span]], *extra: str, case: str = "any"
+       ) -> Recognizer:  # fmt: skip
+    """A recognizer of the gazetteer stage: its finder reads the gazetteer (and, by name, the
+    word frequencies or `common`)."""
 
     def run(t: Text) -> list[Span]:
         args = {"freq": t.freq, "common": ordinary().__contains__}
         assert t.gaz is not None
         return find(t.text, t.gaz, *(args[e] for e in extra))
 
-    return run
+    return R(name, entity, find=run, stage="gazetteer", case=case)
 
 
 def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
@@ -176,25 +162,22 @@ def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
     return Recognizer(name, entity, *args, **{**kwargs, **own})
 
 
-def _patterned() -> list[Recognizer]:
-    """The recognizers that are patterns alone ([registry] of patterns.toml)."""
-    out = []
-    for name, spec in sections()["registry"].items():
-        entity, *rest = spec.split()
-        stage = [w for w in rest if "." not in w] or ["text"]
-        out.append(R(name, entity, tuple(pattern(w) for w in rest if "." in w), stage=stage[0]))
-    return out
+def _patterned(name: str, entity: str, *spec: str) -> Recognizer:
+    """A recognizer that is patterns alone ([registry] of patterns.toml: the names of its
+    patterns, and its stage if not "text")."""
+    stage = [w for w in spec if "." not in w] or ["text"]
+    return R(name, entity, tuple(pattern(w) for w in spec if "." in w), stage=stage[0])
 
 
 TEXT: tuple[Recognizer, ...] = (
-    *_patterned(),
+    *(_patterned(name, *spec.split()) for name, spec in sections()["registry"].items()),
     *(R(n, e, find=lambda t, f=f: [Span(*s) for s in f(t.text)], case=c)
       for n, e, f, c in numbers.FINDERS),  # fmt: skip
     R("introduced", "PERSON", find=introduced),
-    R("related", "PERSON", find=_cue_names(_RELATED), stage="plain"),
-    R("contact", "PERSON", find=_cue_names(_CONTACT), stage="plain"),
+    R("related", "PERSON", find=lambda t: _cue_names(_RELATED, t), stage="plain"),
+    R("contact", "PERSON", find=lambda t: _cue_names(_CONTACT, t), stage="plain"),
     # typed, or without the gazetteer; with it, `pet_name` reads pets in lower-case text
-    R("pet", "PET", find=lambda t: [] if t.lower and t.gaz else _cue_names(_PET, "PET")(t)),
+    R("pet", "PET", find=lambda t: [] if t.lower and t.gaz else _cue_names(_PET, t, "PET")),
     R("birthday_name", "PERSON", find=_birthday),
     R("said_postcode", "ADDRESS", find=lambda t: addresses.said_postcodes(t.text), case="lower"),
     R("foreign_street", "ADDRESS", find=lambda t: addresses.foreign_streets(t.text, t.nameish)),
@@ -203,20 +186,14 @@ TEXT: tuple[Recognizer, ...] = (
     R("street_widened", "ADDRESS", find=lambda t: addresses.widened(t.text, t.found, t.gaz)),
 )
 GAZETTEER: tuple[Recognizer, ...] = (
-    R("ordinary_word_name", "PERSON", find=_g(ordinary_word_names), stage="gazetteer"),
-    R("typed_name", "PERSON", find=_g(typed_names), stage="gazetteer", case="typed"),
+    _g("ordinary_word_name", "PERSON", ordinary_word_names),
+    _g("typed_name", "PERSON", typed_names, case="typed"),
     R("truecased", "PERSON", find=lambda t: t.cased, stage="gazetteer", case="lower"),
-    R("pet_name", "PET", find=_g(pet_names), stage="gazetteer", case="lower"),
-    R("context_name", "PERSON", find=_g(context_names, "common"), stage="gazetteer", case="lower"),
-    R("place_phrase", "PLACE", find=_g(place_phrases), stage="gazetteer", case="lower"),
-    R("org_name", "ORG", find=_g(addresses.organisations), stage="gazetteer"),
-    R(
-        "unknown_name",
-        "PERSON",
-        find=_g(unknown.unknown_names, "freq", "common"),
-        stage="gazetteer",
-        case="lower",
-    ),
+    _g("pet_name", "PET", pet_names, case="lower"),
+    _g("context_name", "PERSON", context_names, "common", case="lower"),
+    _g("place_phrase", "PLACE", place_phrases, case="lower"),
+    _g("org_name", "ORG", addresses.organisations),
+    _g("unknown_name", "PERSON", unknown.unknown_names, "freq", "common", case="lower"),
 )
 # Run by the Redactor after the others (they read every span found): named for the manifest.
 AFTER: tuple[Recognizer, ...] = (

@@ -13,17 +13,14 @@ CC BY-SA 4.0), read directly from its pinned, sha256-checked data file (no wordf
 from __future__ import annotations
 
 import gzip
-import hashlib
-import importlib.util
 import re
 from collections.abc import Callable
 from functools import lru_cache
-from pathlib import Path
 
 from companion.research.casing import NOT_PROPER, PLACE_CUES
 from companion.research.context import STOP, base
-from companion.research.gazetteer import Gazetteer
-from companion.research.ner import INSTALL_HINT, NerUnavailable, Span
+from companion.research.gazetteer import Gazetteer, pinned
+from companion.research.ner import NerUnavailable, Span
 from companion.research.words import THRESHOLDS, TOKEN, pattern
 
 FREQUENCIES = ("wordfreq", "data/small_en.msgpack.gz")
@@ -41,14 +38,7 @@ _SPELLED = pattern("unknown.SPELLED")
 @lru_cache(maxsize=1)
 def load_frequencies() -> dict[str, float]:
     """word -> Zipf frequency for the English words of zipf >= 3, checked and read once."""
-    # Located, not imported: importing wordfreq would load ftfy, langcodes and regex for nothing.
-    spec = importlib.util.find_spec(FREQUENCIES[0])
-    if spec is None or not spec.submodule_search_locations:
-        raise NerUnavailable(f"word frequencies {FREQUENCIES[0]} missing; {INSTALL_HINT}")
-    path = Path(list(spec.submodule_search_locations)[0]) / FREQUENCIES[1]
-    raw = path.read_bytes() if path.is_file() else b""
-    if hashlib.sha256(raw).hexdigest() != FREQUENCIES_SHA256:
-        raise NerUnavailable(f"{path}: word frequencies missing or not pinned; {INSTALL_HINT}")
+    raw = pinned(*FREQUENCIES, FREQUENCIES_SHA256, "word frequencies")
     # wordfreq's "cB" format: a header, then one list of words per centibel below 1.
     import msgpack  # a dependency of wordfreq (the extra), so not imported before here
 
