@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "c2ecebf16a64988b80c21f5479442163bba561bc8e85ada7267210954428d4e9",
-    PATTERNS_FILE: "fc2855c922813b65dd51543d87099f0ea855367de6f63428fc8327c3ecbca58e",
+    DATA_FILE: "e67b257b27a0a2982ffc8ca1a02fef8d8bfe4808a73bf29dbc61bbc728f1a708",
+    PATTERNS_FILE: "493dcc592003121dce51de90aee5791fe774acb804281ff5c7bce1247cdb391a",
 }
 
 
