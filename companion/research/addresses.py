@@ -11,7 +11,8 @@ or the name after "work for", "employed by" ("i work for dunmore haulage").
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from itertools import islice
 
 from companion.research.context import STOP
 from companion.research.gazetteer import Gazetteer
@@ -27,13 +28,8 @@ _PREFIXED, _COMPOUND, _CORNER, _LEFT, _RIGHT, _CODE, _TOWN = (pattern(f"addresse
 def said_postcodes(text: str) -> list[Span]:
     """Runs of single letters and digits said one by one, at least three digits and a letter
     or a dash among them."""
-    spans = []
-    for m in _CODE.finditer(text):
-        words = m.group(0).split()
-        digits = sum(bool(re.fullmatch(_NUM, w)) for w in words)
-        if digits >= 3 and len(words) - digits >= 1:
-            spans.append(Span(m.start(), m.end(), "ADDRESS"))
-    return spans
+    return [Span(*m.span(), "ADDRESS") for m in _CODE.finditer(text)
+            if 3 <= sum(bool(re.fullmatch(_NUM, w)) for w in m[0].split()) < len(m[0].split())]
 
 
 def _near(text: str, span: Span, gaz: Gazetteer | None) -> Span:
@@ -43,13 +39,12 @@ def _near(text: str, span: Span, gaz: Gazetteer | None) -> Span:
     if m := _LEFT.search(text, max(0, start - 80), start):
         start = m.start()
     if m := _RIGHT.match(text, end):
-        end = max(end, m.end())
+        end = m.end()
     if gaz is not None and (m := _TOWN.match(text, end)):
         words = list(_WORD.finditer(text, m.end(), m.end() + 60))[:3]
-        for n in range(len(words), 0, -1):
-            if text[words[0].start() : words[n - 1].end()].lower() in gaz.place_names:
-                end = words[n - 1].end()
-                break
+        # the most of the three words after it that name a town
+        end = next((w.end() for w in reversed(words)
+                    if text[words[0].start() : w.end()].lower() in gaz.place_names), end)
     return Span(start, end, "ADDRESS")
 
 
@@ -60,12 +55,11 @@ def foreign_streets(text: str, nameish: Callable[[str], bool] | None) -> list[Sp
     def named(word: str) -> bool:  # typed: capitalised; said: no ordinary word
         return word[0].isupper() if not lower else nameish is not None and nameish(word)
 
-    spans = [Span(m.start(), m.end(), "ADDRESS") for m in _PREFIXED.finditer(text)
-             if named(m.group(1))]  # fmt: skip
-    spans += [Span(m.start(), m.end(), "ADDRESS") for m in _COMPOUND.finditer(text)
-              if named(m.group(0).split()[0])]  # fmt: skip
-    return spans + [Span(m.start(g), m.end(g), "ADDRESS") for m in _CORNER.finditer(text)
-                    for g in (1, 2) if named(m.group(g))]  # fmt: skip
+    spans = [Span(*m.span(), "ADDRESS") for m in _PREFIXED.finditer(text) if named(m[1])]
+    spans += [Span(*m.span(), "ADDRESS") for m in _COMPOUND.finditer(text)
+              if named(m[0].split()[0])]  # fmt: skip
+    return spans + [Span(*m.span(g), "ADDRESS") for m in _CORNER.finditer(text)
+                    for g in (1, 2) if named(m[g])]  # fmt: skip
 
 
 def widened(text: str, found: list[Span], gaz: Gazetteer | None = None) -> list[Span]:
@@ -84,11 +78,11 @@ _KINDS = word_set("org_heads", "place_heads", "org_suffixes_said") | {"group", "
 _JOINS = ("and", "of", "&", "de", "del", "la")
 
 
-def _run(text: str, words: list[re.Match[str]], lower: bool) -> list[re.Match[str]]:
+def _run(text: str, words: Iterable[re.Match[str]], lower: bool) -> list[re.Match[str]]:
     """The name words of `words` (in reading order from the cue): up to a function word,
     a punctuation mark or, typed, a word without a capital."""
     kept: list[re.Match[str]] = []
-    for w in words[:6]:
+    for w in islice(words, 6):
         base = w.group(0).lower()
         gap = text[kept[-1].end() : w.start()] if kept else ""
         if base in _STOP or gap.strip() or not (lower or w[0][0].isupper() or base in _JOINS):
@@ -102,22 +96,21 @@ def organisations(text: str, gaz: Gazetteer) -> list[Span]:
     or said, the name words after a cue or a kind said first, or before a suffix, when one
     is no ordinary word or the last is the organisation's kind."""
     lower = not any(c.isupper() for c in text)
-    spans = [] if lower else [Span(m.start(), m.end(), "ORG") for p in (_SUFFIXED, _SHOP)
+    spans = [] if lower else [Span(*m.span(), "ORG") for p in (_SUFFIXED, _SHOP)
                               for m in p.finditer(text)]  # fmt: skip
-    runs = [(_run(text, list(_WORD.finditer(text, m.end())), lower), False)
-            for m in _CUE.finditer(text)]  # fmt: skip
-    runs += [(_run(text, list(_WORD.finditer(text, m.start())), lower), True)
-             for m in _KIND_FIRST.finditer(text)]  # fmt: skip
     if lower:
         for m in _SAID_SUFFIX.finditer(text):
-            before = _run(text, list(reversed(list(_WORD.finditer(text, 0, m.start()))))[:5], True)
+            before = _run(text, list(_WORD.finditer(text, 0, m.start()))[::-1][:5], True)
             if len(before) > 1 or before and not gaz.is_ordinary(before[0].group(0)):
                 spans.append(Span(before[-1].start(), m.end(), "ORG"))
-    for words, kind_first in runs:  # a kind said first and two words: "liceo mario rossi"
-        while words and words[-1].group(0).lower() in _JOINS:
-            words.pop()
-        rare = any(not gaz.is_ordinary(w.group(0).lower().removesuffix("'s")) for w in words)
-        kind = len(words) > 1 and words[-1].group(0).lower() in _KINDS
-        if words and (rare or kind or kind_first and len(words) > 2):
-            spans.append(Span(words[0].start(), words[-1].end(), "ORG"))
+    # the name words after a cue, or a kind said first and two words ("liceo mario rossi")
+    for p, kind_first in ((_CUE, False), (_KIND_FIRST, True)):
+        for m in p.finditer(text):
+            words = _run(text, _WORD.finditer(text, m.start() if kind_first else m.end()), lower)
+            while words and words[-1].group(0).lower() in _JOINS:
+                words.pop()
+            rare = any(not gaz.is_ordinary(w.group(0).lower().removesuffix("'s")) for w in words)
+            kind = len(words) > 1 and words[-1].group(0).lower() in _KINDS
+            if words and (rare or kind or kind_first and len(words) > 2):
+                spans.append(Span(words[0].start(), words[-1].end(), "ORG"))
     return spans

@@ -24,6 +24,7 @@ _KIND_OF, _KIND_NAME, _NAME_KIND, _HEAD, _ORG_HEAD, _INSIDE, _BEFORE_HEAD, _QUAR
 _VENUE, _PUB, _THE, _KIND_AFTER = (pattern(f"landmarks.{n}") for n in ("VENUE", "PUB", "THE",
                                                                         "KIND_AFTER"))
 
+_WORD = re.compile(r"\S+")
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
 # Words that make a kind ordinary rather than a name ("the local hospital", "the train
 # station", "primary school"): checked on every name word.
@@ -42,39 +43,21 @@ def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
     base = word.lower().removesuffix("'s")
     if base in _NOT_A_NAME or len(base) < 3:
         return False
-    if not lower:
-        return word[0].isupper()
-    return not gaz.is_ordinary(base) or base in gaz.places
+    return (not gaz.is_ordinary(base) or base in gaz.places) if lower else word[0].isupper()
 
 
 def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
     """Places named with their kind, in typed text or a recogniser's."""
     lower = not any(c.isupper() for c in text)
-    spans = []
-    for p in (_KIND_OF, _KIND_NAME):
-        spans += [Span(m.start(), m.end(), "PLACE") for m in p.finditer(text)
-                  if _named(m.group(1), lower, gaz)]  # fmt: skip
-    for m in _NAME_KIND.finditer(text):
-        words = [w for w in m.groups() if w]
-        if all(_named(w, lower, gaz) for w in words):
-            spans.append(Span(m.start(), m.end(), "PLACE"))
-    spans += [Span(m.start(), m.end(), "PLACE") for m in _QUARTER.finditer(text)]
-    spans += [Span(m.start(1), m.end(1), "PLACE") for m in _PUB.finditer(text)]
-    spans += [Span(m.start(1), m.end(1), "PLACE") for m in _VENUE.finditer(text)
+    # the whole match, if each name word in it can be one ("the isle of [mull]", "loch [ness]")
+    spans = [Span(*m.span(), "PLACE") for p in (_KIND_OF, _KIND_NAME, _NAME_KIND, _QUARTER)
+             for m in p.finditer(text) if all(_named(w, lower, gaz) for w in m.groups() if w)]
+    spans += [Span(*m.span(1), "PLACE") for m in _PUB.finditer(text)]
+    spans += [Span(*m.span(1), "PLACE") for m in _VENUE.finditer(text)
               if m.group(1).split()[0].lower() not in _NOT_VENUES
               or " " in m.group(1) and m.group(1).split()[0] in ("Queen", "King")]  # fmt: skip
     orgs = tag("org_kind", _headed(text, lower, gaz, _ORG_HEAD, "ORG"))
     return spans + _headed(text, lower, gaz) + orgs
-
-
-def _head_phrases(text: str, kinds: re.Pattern[str]) -> list[tuple[int, int, int]]:
-    """(start of the up to three words before a kind, the kind's start, its end) for every
-    kind, so that "kings college hospital" is read at "hospital" and not only at "college"."""
-    out = []
-    for h in kinds.finditer(text):
-        if before := _BEFORE_HEAD.search(text, max(0, h.start() - 160), h.start()):
-            out.append((before.start(), h.start(), h.end()))
-    return out
 
 
 def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HEAD,
@@ -83,12 +66,14 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
     as many as can be (typed: capitalised with the kind capitalised too; spoken: at least
     one no English word, two before an organisation's kind, or bare after a preposition)."""
     spans = []
-    for start, head_start, head_end in _head_phrases(text, kinds):
-        head = text[head_start:head_end]
-        words = list(re.finditer(r"\S+", text[start:head_start]))
+    for h in kinds.finditer(text):
+        # up to three words before every kind, so that "kings college hospital" is read at
+        # "hospital" and not only at "college"
+        if not (before := _BEFORE_HEAD.search(text, max(0, h.start() - 160), h.start())):
+            continue
         # keep the words nearest the kind that can belong to a name
         kept: list[re.Match[str]] = []
-        for w in reversed(words):
+        for w in reversed(list(_WORD.finditer(text, before.start(), h.start()))):
             base = w.group(0).lower().removesuffix("'s")
             if base in _NOT_A_NAME or base in _MODIFIERS or not (lower or base[0] != w[0][0]):
                 break
@@ -96,8 +81,8 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
         if not kept:
             continue
         if not lower:  # "Perry Barr depot" inside a sentence: the name is capitalised
-            ok = head[0].isupper() or bool(_INSIDE.search(text, 0, start + kept[0].start()))
-        elif _bare(text[: start + kept[0].start()], head):
+            ok = h[0][0].isupper() or bool(_INSIDE.search(text, 0, kept[0].start()))
+        elif _bare(text[: kept[0].start()], h[0]):
             ok = True  # "at city hospital", "to holy cross academy"
         else:
             # not the verb that leads up to it ("walking [around] sf zoo")
@@ -108,8 +93,8 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
             # royal name that makes an institution ("st mary's", "the royal infirmary")
             ok = any(not gaz.is_ordinary(w.group(0).removesuffix("'s")) or w.group(0) in _TITLED
                      for w in kept) or label == "ORG" and len(kept) > 1  # fmt: skip
-        if ok and kept:
-            spans.append(Span(start + kept[0].start(), head_end, label))
+        if ok:  # (false where the loop above left no word)
+            spans.append(Span(kept[0].start(), h.end(), label))
     return spans
 
 
@@ -131,12 +116,8 @@ def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
         if span.label == "PERSON" and any(p.start <= span.start and span.end <= p.end
                                           for p in places):  # fmt: skip
             continue
-        kind = _KIND_AFTER.match(text, span.end)
-        if (
-            kind
-            and span.label in ("PERSON", "PLACE", "ORG")
-            and not text[: span.end].endswith("'s")
-        ):
+        named = span.label in ("PERSON", "PLACE", "ORG") and not text.endswith("'s", 0, span.end)
+        if named and (kind := _KIND_AFTER.match(text, span.end)):
             span = replace(span, end=kind.end(), label="PLACE")
         if span.label in ("PLACE", "ORG") and (m := _THE.search(text, 0, span.start)):
             span = replace(span, start=m.start())

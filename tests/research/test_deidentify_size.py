@@ -19,7 +19,7 @@ FINDERS = ("recognizers", "deidentify", "numbers", "addresses", "landmarks", "ca
 # number and URL recognizers added, 1,765 with the patterns in patterns.toml, 1,679 after a
 # pass that merged duplicated helpers (outputs unchanged). The
 # budget holds what is reached: lower it as code goes.
-BUDGET = 1679
+BUDGET = 1653
 MOST_WORDS = 10
 # A run of more than MOST_WORDS plain words joined by "|" in a pattern.
 ALTERNATION = re.compile(rf"(?:[a-z][a-z' ]*\|){{{MOST_WORDS},}}[a-z][a-z' ]*", re.IGNORECASE)
