@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from companion.research.words import THRESHOLDS, part, pattern, word_set
 
-Found = tuple[int, int, str]  # start, end, label (not ner's Span: `ner` reads `spoken`)
+Found = tuple[int, int, str]  # start, end, label
 
 
 # The patterns are in companion/data/patterns.toml ([numbers]).
