@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "e67b257b27a0a2982ffc8ca1a02fef8d8bfe4808a73bf29dbc61bbc728f1a708",
-    PATTERNS_FILE: "493dcc592003121dce51de90aee5791fe774acb804281ff5c7bce1247cdb391a",
+    DATA_FILE: "9279adf65b01ae7630c150ac981f293838222e15f2184401883c40c0545bfd47",
+    PATTERNS_FILE: "4b06c85038aed48a9a3c5a11fc9062fdb73b6628f573f44d388a9560b480a307",
 }
 
 
