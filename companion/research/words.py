@@ -18,7 +18,7 @@ from companion.errors import ConfigError
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
     DATA_FILE: "9279adf65b01ae7630c150ac981f293838222e15f2184401883c40c0545bfd47",
-    PATTERNS_FILE: "4b06c85038aed48a9a3c5a11fc9062fdb73b6628f573f44d388a9560b480a307",
+    PATTERNS_FILE: "e78e20822fbbfb6859a849eff3a61a5cedfad10a84b3f2d99d2099d67fb1eb3b",
 }
 
 
