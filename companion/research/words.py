@@ -18,7 +18,7 @@ from companion.errors import ConfigError
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
     DATA_FILE: "c2ecebf16a64988b80c21f5479442163bba561bc8e85ada7267210954428d4e9",
-    PATTERNS_FILE: "fc2855c922813b65dd51543d87099f0ea855367de6f63428fc8327c3ecbca58e",
+    PATTERNS_FILE: "9addd5efa096d20b43409de66dfd76f0f77e39f7c2480092b6361dc25285d8cb",
 }
 
 
@@ -40,9 +40,7 @@ def data() -> dict[str, Any]:
 
 
 WORDS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in data()["lists"].items()}
-THRESHOLDS: dict[str, float] = {
-    k: v for k, v in data()["thresholds"].items() if not k.startswith("_")
-}
+THRESHOLDS: dict[str, float] = {k: v for k, v in data()["thresholds"].items() if k[0] != "_"}
 
 
 # The one word tokenizer of every rule: letters of any alphabet, apostrophes and hyphens.
@@ -83,7 +81,7 @@ def pattern(name: str) -> re.Pattern[str]:
 
 def alternation(*names: str, title: bool = False) -> str:
     """The words of the named lists as one regex alternation, longest first."""
-    words = sorted({w for n in names for w in WORDS[n]}, key=lambda w: (-len(w), w))
+    words = sorted(word_set(*names), key=lambda w: (-len(w), w))
     return "|".join(re.escape(w.title() if title else w).replace(r"\ ", " ") for w in words)
 
 
