@@ -13,7 +13,6 @@ GLUE_WORDS = word_set("glue")
 PARTICLES = word_set("surname_particles")
 # The patterns are in companion/data/patterns.toml ([intros]).
 OWN = tuple(pattern(f"intros.{n}") for n in ("GIVEN", "SPEAKING", "IS_MY_NAME"))
-SPELLED = pattern("intros.SPELLED")  # a word spelled out letter by letter: a name or an address
 _ENDINGS = ("", "ie", "y", "s", "sie", "o")
 
 
@@ -24,13 +23,8 @@ def nicknames(first: str) -> set[str]:
     first = first.lower()
     starts = [0] + [i for i in range(1, len(first) - 2)
                     if first[i] not in "aeiouy" and first[i + 1] in "aeiouy"]  # fmt: skip
-    out = set()
-    for i in starts:
-        for n in range(i + 3, len(first) + 1):
-            stem = first[i:n]
-            for ending in _ENDINGS:
-                out.add(stem + ending)
-                if ending[:1] in ("i", "y") and stem[-1] not in "aeiouy":
-                    out.add(stem + stem[-1] + ending)  # "zel" + "l" + "ie"
-    out.discard(first)
-    return out
+    stems = {first[i:n] for i in starts for n in range(i + 3, len(first) + 1)}
+    out = {stem + ending for stem in stems for ending in _ENDINGS}
+    # a consonant doubled before "ie" and "y": "zel" + "l" + "ie"
+    out |= {s + s[-1] + e for s in stems for e in ("ie", "y") if s[-1] not in "aeiouy"}
+    return out - {first}

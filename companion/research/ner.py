@@ -12,10 +12,8 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from companion.checksum import sha256_file
 from companion.errors import CompanionError
 from companion.research.words import pattern
 
@@ -57,12 +55,9 @@ class Pipeline:
     def spans(self, texts: Iterable[str]) -> list[list[Span]]:
         """Entity spans worth redacting, per text (batched: spaCy is fastest over many)."""
         return [[Span(e.start_char, e.end_char, LABELS[e.label_], "ner") for e in doc.ents
-                 if e.label_ in LABELS and (e.label_ != "DATE" or _pinned(e.text))]
+                 if e.label_ in LABELS and (e.label_ != "DATE" or _PINNED_DATE.search(e.text)
+                                            and not _UNPINNED_DATE.fullmatch(e.text))]
                 for doc in self.nlp.pipe(texts, batch_size=64)]  # fmt: skip
-
-
-def _pinned(date: str) -> bool:
-    return bool(_PINNED_DATE.search(date)) and not _UNPINNED_DATE.fullmatch(date)
 
 
 def tag(rule: str, spans: list[Span]) -> list[Span]:
@@ -73,17 +68,14 @@ def tag(rule: str, spans: list[Span]) -> list[Span]:
 @lru_cache(maxsize=1)
 def load_pipeline() -> Pipeline:
     """The pinned pipeline, verified and loaded once per process."""
+    from companion.research.gazetteer import pinned  # (the gazetteer imports this module)
+
     try:
         module = importlib.import_module(PACKAGE)
     except ImportError:
         raise NerUnavailable(f"NER pipeline {PACKAGE} is not installed; {INSTALL_HINT}") from None
-    folder = Path(module.__file__ or "").parent / f"{PACKAGE}-{VERSION}"
     for name, digest in WEIGHTS.items():
-        path = folder / name
-        if not path.is_file() or sha256_file(path) != digest:
-            raise NerUnavailable(
-                f"{path}: NER weights missing or not the pinned {PACKAGE} {VERSION}; {INSTALL_HINT}"
-            )
+        pinned(PACKAGE, f"{PACKAGE}-{VERSION}/{name}", digest, "NER pipeline")
     nlp = module.load(exclude=["parser", "tagger", "attribute_ruler", "lemmatizer", "senter"])
     log.info("loaded NER pipeline %s %s", PACKAGE, VERSION)
     return Pipeline(nlp, f"{PACKAGE} {VERSION}")

@@ -10,13 +10,10 @@ particles ("van", "de") never spread.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
+from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
 from companion.research.words import THRESHOLDS, TOKEN, word_set
-
-if TYPE_CHECKING:
-    from companion.research.gazetteer import Gazetteer
 
 NAME_ZIPF = THRESHOLDS["spread_name_zipf"]  # wordfreq Zipf: "rose" 4.8 spreads, "hope" 5.4 not
 RARE_ZIPF = THRESHOLDS["spread_rare_zipf"]  # any word found as a name: "rowan" 3.3, not "brook"

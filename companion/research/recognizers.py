@@ -12,27 +12,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from companion.research import addresses, context, intros, numbers, unknown
 from companion.research.casing import pet_names, place_phrases, typed_names
 from companion.research.context import RELATIONS, context_names
 from companion.research.cues import ordinary_word_names
+from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span, tag
-from companion.research.words import TOKEN, alternation, data, ordinary, pattern, sections, word_set
+from companion.research.words import TOKEN, data, ordinary, pattern, sections, word_set
 
-if TYPE_CHECKING:
-    from companion.research.gazetteer import Gazetteer
-
-def _cued(cue: str, words: int = 2) -> re.Pattern[str]:
-    """Up to `words` words after `cue`, "called" or "named" between them allowed."""
-    name = rf"[A-Za-z][\w'-]+(?:\s+[A-Za-z][\w'-]+){{0,{words - 1}}}"
-    return re.compile(rf"\b(?i:{cue})(?:,|\s+(?:called|named))?\s+({name})")
-
-
-_CONTACT = _cued(alternation("contact_verbs"))
-_RELATED = _cued(alternation("relations"))
-_PET = _cued(alternation("pet_kinds"), 1)
+_RELATED, _CONTACT, _PET = (pattern(f"recognizers.{n}") for n in ("RELATED", "CONTACT", "PET"))
 _BIRTHDAY, _NAME_IS_AGE = pattern("recognizers.BIRTHDAY"), pattern("spoken.NAME_IS_AGE")
 _DETERMINERS, _NOT_NAMES = word_set("determiners"), word_set("not_names")
 
@@ -150,7 +140,6 @@ def _g(name: str, entity: str, find: Callable[..., list[Span]], *extra: str, cas
 
     def run(t: Text) -> list[Span]:
         args = {"freq": t.freq, "common": ordinary().__contains__}
-        assert t.gaz is not None
         return find(t.text, t.gaz, *(args[e] for e in extra))
 
     return R(name, entity, find=run, stage="gazetteer", case=case)

@@ -18,7 +18,7 @@ from companion.errors import ConfigError
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
     DATA_FILE: "9279adf65b01ae7630c150ac981f293838222e15f2184401883c40c0545bfd47",
-    PATTERNS_FILE: "e78e20822fbbfb6859a849eff3a61a5cedfad10a84b3f2d99d2099d67fb1eb3b",
+    PATTERNS_FILE: "d4137e5a56a2c91209b7cb5e30a1e33352c3bc1e751de1f70c1ff4e9e95ccf07",
 }
 
 
@@ -40,9 +40,7 @@ def data() -> dict[str, Any]:
 
 
 WORDS: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in data()["lists"].items()}
-THRESHOLDS: dict[str, float] = {
-    k: v for k, v in data()["thresholds"].items() if not k.startswith("_")
-}
+THRESHOLDS: dict[str, float] = {k: v for k, v in data()["thresholds"].items() if k[0] != "_"}
 
 
 # The one word tokenizer of every rule: letters of any alphabet, apostrophes and hyphens.
@@ -83,7 +81,7 @@ def pattern(name: str) -> re.Pattern[str]:
 
 def alternation(*names: str, title: bool = False) -> str:
     """The words of the named lists as one regex alternation, longest first."""
-    words = sorted({w for n in names for w in WORDS[n]}, key=lambda w: (-len(w), w))
+    words = sorted(word_set(*names), key=lambda w: (-len(w), w))
     return "|".join(re.escape(w.title() if title else w).replace(r"\ ", " ") for w in words)
 
 
