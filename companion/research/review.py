@@ -44,11 +44,8 @@ CONTEXT = 80  # characters shown either side
 MAX_BYTES = 512 * 1024 * 1024
 RULE = "review"  # the rule named by spans a researcher's `redact` added
 DIGITS = re.compile(r"\d+")  # TOKEN reads words; digits are tokens of their own here
-NUMBER_WORD = re.compile(
-    r"(?:zero|nought|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|"
-    r"thousand|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|"
-    r"eigh|nine)ty)"
-)
+# The number words (the lists the de-identification reads numbers said aloud with).
+NUMBER_WORDS = word_set("number_units", "number_teens", "number_tens", "number_words_plain")
 PSEUDONYM = re.compile(r"\bS[0-9a-f]{12}\b")  # a participant id already replaced
 CALENDAR = word_set("weekdays", "months")  # capitalised, yet identify nobody
 SENTENCE_END = re.compile(r"(?:^|[.!?:;\n])[\s\"'“‘(\[-]*$")
@@ -175,8 +172,7 @@ def flags(text: str, taken: list[tuple[int, int]],
     redacted regions; `common`: an ordinary English word beyond our own (a gazetteer's)."""
     taken = taken + [(m.start(), m.end()) for m in PSEUDONYM.finditer(text)]
     tokens = _tokens(text, taken)
-    number = [k == "word" and NUMBER_WORD.fullmatch(text[s:e].lower()) is not None
-              for s, e, k in tokens]  # fmt: skip
+    number = [k == "word" and text[s:e].lower() in NUMBER_WORDS for s, e, k in tokens]
     out = []
     for i, (start, end, kind) in enumerate(tokens):
         word = text[start:end]

@@ -21,7 +21,7 @@ from companion.research.casing import NOT_PROPER, PLACE_CUES
 from companion.research.context import STOP, base
 from companion.research.gazetteer import Gazetteer, pinned
 from companion.research.ner import NerUnavailable, Span
-from companion.research.words import THRESHOLDS, TOKEN, pattern
+from companion.research.words import THRESHOLDS, TOKEN, pattern, word_set
 
 FREQUENCIES = ("wordfreq", "data/small_en.msgpack.gz")
 FREQUENCIES_SHA256 = "f94a80cba6a3857b260d0666b5432bb7ea9b85315574dee9c306e87f61298247"
@@ -31,7 +31,7 @@ UNKNOWN_ZIPF = THRESHOLDS["english_zipf"]  # a word no dictionary knows this fre
 CANDIDATE_ZIPF = THRESHOLDS["candidate_zipf"]  # a first name this frequent as a word stays
 
 _PREFIXES = ("co", "re", "un", "non", "over", "out", "mis", "pre", "under", "super")
-_JOINS = ("dot", "at", "underscore", "dash", "hyphen")
+_JOINS = word_set("spelled_joins")  # said between the letters spelled out
 _SPELLED = pattern("unknown.SPELLED")
 
 

@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "9279adf65b01ae7630c150ac981f293838222e15f2184401883c40c0545bfd47",
-    PATTERNS_FILE: "d4137e5a56a2c91209b7cb5e30a1e33352c3bc1e751de1f70c1ff4e9e95ccf07",
+    DATA_FILE: "a9bf9cb77bf0104bf1a0698b3c1ab76bcad9a5d280d6dc53d856e3747f3489d0",
+    PATTERNS_FILE: "33b90d0407f10467893872beffa01242c8b9ce4f3209bad1b93f7286f17b8c31",
 }
 
 
