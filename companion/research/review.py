@@ -11,8 +11,10 @@ Risk of a flagged token (highest first; docs/research.md): a word capitalised in
 sentence 3, plus 2 when it is no ordinary word; a lower-case rare word 2; digits 2, 6 for four
 or more, 1 for one (a text that is only a one- or two-digit number, a scale answer, is not
 flagged); a number word 4 in a run of three or more (a number said aloud), 1 beside a
-redaction, else not flagged (a count, an answer on a scale); plus 2 for any token right beside
-a redaction (a surname after a redacted first name).
+redaction, else not flagged (a count, an answer on a scale); an ordinary word right before a
+person's redaction 0 (a first name that is also a word, before a redacted surname), unless a
+function word, relation or title; plus 2 for any token right beside a redaction (a surname
+after a redacted first name).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import hashlib
 import io
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from companion.checksum import sha256_file
 from companion.errors import CompanionError, printable
 from companion.files import open_private, private_dir, read_input
 from companion.research import cells
+from companion.research.context import RELATIONS, STOP
 from companion.research.deidentify import TAGS, regions
 from companion.research.ner import Span
 from companion.research.words import TOKEN, ordinary, word_set
@@ -48,6 +51,7 @@ DIGITS = re.compile(r"\d+")  # TOKEN reads words; digits are tokens of their own
 NUMBER_WORDS = word_set("number_units", "number_teens", "number_tens", "number_words_plain")
 PSEUDONYM = re.compile(r"\bS[0-9a-f]{12}\b")  # a participant id already replaced
 CALENDAR = word_set("weekdays", "months")  # capitalised, yet identify nobody
+PLAIN = STOP | RELATIONS | word_set("titles")  # beside a name, yet no part of it
 SENTENCE_END = re.compile(r"(?:^|[.!?:;\n])[\s\"'“‘(\[-]*$")
 
 
@@ -166,10 +170,11 @@ def _tokens(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, str
     return sorted(t for t in found if not any(t[0] < e and s < t[1] for s, e in taken))
 
 
-def flags(text: str, taken: list[tuple[int, int]],
-          common: Callable[[str], bool]) -> list[tuple[int, int, int, str]]:  # fmt: skip
+def flags(text: str, taken: list[tuple[int, int]], common: Callable[[str], bool],
+          people: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int, int, str]]:  # fmt: skip
     """(start, end, risk, entity) of each token that may identify someone; `taken`: the
-    redacted regions; `common`: an ordinary English word beyond our own (a gazetteer's)."""
+    redacted regions, `people` those of them a person's; `common`: an ordinary English word
+    beyond our own (a gazetteer's)."""
     taken = taken + [(m.start(), m.end()) for m in PSEUDONYM.finditer(text)]
     tokens = _tokens(text, taken)
     number = [k == "word" and text[s:e].lower() in NUMBER_WORDS for s, e, k in tokens]
@@ -198,6 +203,8 @@ def flags(text: str, taken: list[tuple[int, int]],
             risk, entity = 3 + 2 * rare, "DATE" if lower in CALENDAR else "PERSON"
         elif len(lower) > 2 and lower not in ordinary() and not common(lower):
             risk, entity = 2, "PERSON"
+        elif len(lower) > 2 and lower not in PLAIN and any(0 <= s - end <= 2 for s, _ in people):
+            risk, entity = 0, "PERSON"
         else:
             continue
         out.append((start, end, risk + 2 * beside, entity))
@@ -253,7 +260,9 @@ class Collector:
             self.items.append(item)
         if not said:
             return out
-        for start, end, risk, entity in flags(text, [(s, e) for s, e, *_ in merged], self.common):
+        people = [(s, e) for s, e, label, _ in merged if label == "PERSON"]
+        taken = [(s, e) for s, e, *_ in merged]
+        for start, end, risk, entity in flags(text, taken, self.common, people):
             item = self._item(where, text, tags, start, end, kind="flag", risk=risk,
                               replacement="", entity=entity, recognizers="")
             decision = self._decide(item)

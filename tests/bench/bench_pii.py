@@ -177,7 +177,7 @@ def by_rule(off: frozenset[str], situations: Path) -> None:
     from companion.research.recognizers import AFTER, GAZETTEER, TEXT
 
     rules = [*TEXT, *GAZETTEER, *AFTER]
-    sets = [3, *DEV_SETS, HELD_OUT]
+    sets = [3, *DEV_SETS, HELD_OUT, *LATER]
     helped: dict[str, Counter[int]] = {r.name: Counter() for r in rules}
     lost: dict[str, Counter[int]] = {r.name: Counter() for r in rules}
     for n in sets:

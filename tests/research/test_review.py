@@ -14,6 +14,7 @@ import pytest
 
 from companion.research import review
 from companion.research.export import read_manifest
+from companion.research.gazetteer import load_gazetteer
 from tests.helpers.run import one_error_line, run_cli
 from tests.helpers.study import make_home, session_lines
 
@@ -267,3 +268,13 @@ def test_a_month_reviews_in_one_page(tmp_path):
     finally:
         browser.close()
     assert drawn["result"]["value"] == len(rows)
+
+
+def test_an_ordinary_word_beside_a_persons_redaction_is_flagged_low():
+    # "Fern" is an English word, so only its place beside the redacted surname flags it
+    text = "then my aunt fern [PERSON] rang and i told her about it"
+    person = (text.index("["), text.index("]") + 1)
+    common = load_gazetteer().is_ordinary
+    found = {text[s:e]: risk for s, e, risk, _ in review.flags(text, [person], common, [person])}
+    assert found == {"fern": 2}  # lowest: a verb stands there as often ("told")
+    assert review.flags("i told fern", [], common, []) == []  # only beside a person
