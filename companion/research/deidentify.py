@@ -21,7 +21,7 @@ from companion.research.recognizers import GAZETTEER, TEXT, Recognizer, Text, in
 from companion.research.words import TOKEN, ordinary
 
 # Every tag a redaction writes, the most specific first.
-TAGS = ("EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PERSON", "PET", "PLACE", "ORG")
+TAGS = ("EMAIL", "ID", "PHONE", "ADDRESS", "AGE", "DATE", "PET", "PERSON", "PLACE", "ORG")
 _WIDEST = frozenset(("EMAIL", "ID", "PHONE", "ADDRESS", "ORG"))
 
 

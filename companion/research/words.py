@@ -17,7 +17,7 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "a9bf9cb77bf0104bf1a0698b3c1ab76bcad9a5d280d6dc53d856e3747f3489d0",
+    DATA_FILE: "0467bf90d3a54b7dcaf47fb43f5f7696d071cbcfb7b67e7f10d150789d818df5",
     PATTERNS_FILE: "33b90d0407f10467893872beffa01242c8b9ce4f3209bad1b93f7286f17b8c31",
 }
 
