@@ -183,6 +183,7 @@ GAZETTEER: tuple[Recognizer, ...] = (
     _g("place_phrase", "PLACE", place_phrases, case="lower"),
     _g("org_name", "ORG", addresses.organisations),
     _g("unknown_name", "PERSON", unknown.unknown_names, "freq", "common", case="lower"),
+    _g("unknown_opener", "PERSON", unknown.openers, "freq", "common", case="typed"),
 )
 # Run by the Redactor after the others (they read every span found): named for the manifest.
 AFTER: tuple[Recognizer, ...] = (

@@ -32,7 +32,7 @@ CANDIDATE_ZIPF = THRESHOLDS["candidate_zipf"]  # a first name this frequent as a
 
 _PREFIXES = ("co", "re", "un", "non", "over", "out", "mis", "pre", "under", "super")
 _JOINS = word_set("spelled_joins")  # said between the letters spelled out
-_SPELLED = pattern("unknown.SPELLED")
+_SPELLED, _OPENER = pattern("unknown.SPELLED"), pattern("unknown.OPENER")
 
 
 @lru_cache(maxsize=1)
@@ -87,6 +87,19 @@ def unknown_names(
             place = word in gaz.place_names or prev in PLACE_CUES and word not in gaz.people
             spans.append(Span(m.start(), m.start() + len(word), "PLACE" if place else "PERSON"))
         prev = m.group(0)
+    return spans
+
+
+def openers(text: str, gaz: Gazetteer, freq: dict[str, float], common: Callable[[str], bool]
+            ) -> list[Span]:  # fmt: skip
+    """Typed, the capitalised word opening a sentence that is no English word: a name, since
+    a sentence's first word is capitalised whatever it is (elsewhere `typed_names` reads it)."""
+    spans = []
+    for m in _OPENER.finditer(text):
+        word = base(m.group(1).lower())
+        if _candidate(word) and not common(word) and not english(word, gaz, freq):
+            label = "PLACE" if word in gaz.place_names else "PERSON"
+            spans.append(Span(m.start(1), m.start(1) + len(word), label))
     return spans
 
 

@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "0467bf90d3a54b7dcaf47fb43f5f7696d071cbcfb7b67e7f10d150789d818df5",
-    PATTERNS_FILE: "33b90d0407f10467893872beffa01242c8b9ce4f3209bad1b93f7286f17b8c31",
+    DATA_FILE: "7404430c6e666319c02d99ecf82fbab8eff0e5f9fc8a84f24dafc5f374fa3413",
+    PATTERNS_FILE: "7ad7197b9fdbebb0f2e54beb8b85efc4030cde8b718df7638cd921a3d3f5f6ec",
 }
 
 
