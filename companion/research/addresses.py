@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable
 from itertools import islice
 
-from companion.research.context import STOP
+from companion.research.context import RELATIONS, STOP
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
 from companion.research.words import WORDS, part, pattern, word_set
@@ -67,8 +67,8 @@ def widened(text: str, found: list[Span], gaz: Gazetteer | None = None) -> list[
     return [_near(text, s, gaz) for s in found if s.label == "ADDRESS"]
 
 
-_SUFFIXED, _SHOP, _CUE, _KIND_FIRST, _WORD = (pattern(f"addresses.{n}") for n in (
-    "SUFFIXED", "SHOP", "CUE", "KIND_FIRST", "ORG_WORD"))
+_SUFFIXED, _SHOP, _CUE, _KIND_FIRST, _WORD, _STRONG = (pattern(f"addresses.{n}") for n in (
+    "SUFFIXED", "SHOP", "CUE", "KIND_FIRST", "ORG_WORD", "STRONG_CUE"))
 # A suffix written in capitals is said letter by letter ("l l c", "d a c").
 _CAPS = (s.replace(".", "") for s in WORDS["org_suffixes"] if s.replace(".", "").isupper())
 _SPELLED = {" ".join(w.lower()) for w in _CAPS if 2 <= len(w) <= 4 and w.isalpha()}
@@ -103,14 +103,17 @@ def organisations(text: str, gaz: Gazetteer) -> list[Span]:
             before = _run(text, list(_WORD.finditer(text, 0, m.start()))[::-1][:5], True)
             if len(before) > 1 or before and not gaz.is_ordinary(before[0].group(0)):
                 spans.append(Span(before[-1].start(), m.end(), "ORG"))
-    # the name words after a cue, or a kind said first and two words ("liceo mario rossi")
-    for p, kind_first in ((_CUE, False), (_KIND_FIRST, True)):
+    # the name words after a cue, or a kind said first and two words ("liceo mario rossi");
+    # after a cue only a firm follows, any words but a person or a kind alone
+    for p, how in ((_CUE, "cue"), (_KIND_FIRST, "first"), (_STRONG, "strong")):
         for m in p.finditer(text):
-            words = _run(text, _WORD.finditer(text, m.start() if kind_first else m.end()), lower)
+            words = _run(text, _WORD.finditer(text, m.start() if how == "first" else m.end()), lower)
             while words and words[-1].group(0).lower() in _JOINS:
                 words.pop()
-            rare = any(not gaz.is_ordinary(w.group(0).lower().removesuffix("'s")) for w in words)
-            kind = len(words) > 1 and words[-1].group(0).lower() in _KINDS
-            if words and (rare or kind or kind_first and len(words) > 2):
+            low = [w.group(0).lower().removesuffix("'s") for w in words]
+            rare = any(not gaz.is_ordinary(w) for w in low)
+            kind = len(words) > 1 and low[-1] in _KINDS
+            plain = how == "strong" and not set(low) <= _KINDS | RELATIONS
+            if words and (rare or kind or plain or how == "first" and len(words) > 2):
                 spans.append(Span(words[0].start(), words[-1].end(), "ORG"))
     return spans

@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "7404430c6e666319c02d99ecf82fbab8eff0e5f9fc8a84f24dafc5f374fa3413",
-    PATTERNS_FILE: "7ad7197b9fdbebb0f2e54beb8b85efc4030cde8b718df7638cd921a3d3f5f6ec",
+    DATA_FILE: "944be316083cf81e72fb37177834009870f0b464d3f3331b8d97e28b22542a3a",
+    PATTERNS_FILE: "4ae5bac6fe1b9d00606b94b265930628197159b52a590f60b2fb431b173214c6",
 }
 
 
