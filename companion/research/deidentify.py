@@ -39,7 +39,7 @@ class Redactor:
     # Short forms of the first names ("zel", "zellie" for Zelda), none an ordinary word.
     short: tuple[str, ...] = ()
     # Names found once in this export, redacted wherever else they are said (`propagate`).
-    propagated: set[str] = field(default_factory=set, compare=False)
+    propagated: dict[str, bool] = field(default_factory=dict, compare=False)
     # Recognizers switched off (by name: `bench_pii.py --by-rule` measures each).
     off: frozenset[str] = frozenset()
 

@@ -3,22 +3,27 @@ rose", later "rose came round"): the words of every PERSON and PET span of an ex
 redacted in all its other texts too (and in later batches: `Redactor.propagated`) when they
 can be told from ordinary words: no English word, a census first name that is not among the
 most frequent words ("rose", "grant" spread; "will", "hope" do not), a rare word found as a
-name, or a pet's name that is a rare word ("pickle"). Months, weekdays and a surname's
-particles ("van", "de") never spread.
+name, or a pet's name that is a rare word ("pickle"). A name that is a frequent word ("hope",
+"bill") spreads only where a name stands: opening a clause, before what a person does.
+Months, weekdays and a surname's particles ("van", "de") never spread.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
-from companion.research.words import THRESHOLDS, TOKEN, word_set
+from companion.research.words import THRESHOLDS, TOKEN, part, word_set
 
 NAME_ZIPF = THRESHOLDS["spread_name_zipf"]  # wordfreq Zipf: "rose" 4.8 spreads, "hope" 5.4 not
 RARE_ZIPF = THRESHOLDS["spread_rare_zipf"]  # any word found as a name: "rowan" 3.3, not "brook"
 PET_ZIPF = THRESHOLDS["spread_pet_zipf"]  # "pickle" 3.5 spreads; "buddy" 4.3 does not
 _NEVER = word_set("months", "weekdays", "surname_particles")  # "van": a word of many names
+_STOP = word_set("context_stop")
+# Where a frequent word is a name: opening a clause, then what a person does.
+_OPENING, _DOES = part("propagate.OPENING"), part("propagate.DOES")
 
 
 def spreads(word: str, label: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
@@ -34,10 +39,10 @@ def spreads(word: str, label: str, gaz: Gazetteer, freq: dict[str, float]) -> bo
     return label == "PERSON" and (word in gaz.first and zipf < NAME_ZIPF or zipf < RARE_ZIPF)
 
 
-def propagate(texts: list[str], found: list[list[Span]], known: set[str], gaz: Gazetteer,
-              freq: dict[str, float]) -> list[list[Span]]:  # fmt: skip
+def propagate(texts: list[str], found: list[list[Span]], known: dict[str, bool],
+              gaz: Gazetteer, freq: dict[str, float]) -> list[list[Span]]:  # fmt: skip
     """`found` with every other mention of a spreading name added (as its span's label);
-    `known` (the export's names so far) grows by this batch's."""
+    `known` (the export's names so far: word -> spreads anywhere) grows by this batch's."""
     labels: dict[str, str] = {}
     for text, spans in zip(texts, found, strict=True):
         for span in (s for s in spans if s.label in ("PERSON", "PET")):
@@ -45,10 +50,17 @@ def propagate(texts: list[str], found: list[list[Span]], known: set[str], gaz: G
                 word = m.group(0).rstrip("'-").removesuffix("'s")
                 if spreads(word, span.label, gaz, freq):
                     labels.setdefault(word, span.label)
-    known.update(labels)
-    if not known:
-        return found
-    rx = re.compile(r"\b(" + "|".join(sorted(map(re.escape, known))) + r")(?:'s)?\b", re.I)
-    return [spans + [Span(m.start(), m.end(), labels.get(m.group(1).lower(), "PERSON"),
-                          "propagate") for m in rx.finditer(text)]
+                elif (word in gaz.first or span.label == "PET") and len(word) > 2 \
+                        and word not in _NEVER | _STOP:  # fmt: skip
+                    known.setdefault(word, False)
+    known.update(dict.fromkeys(labels, True))
+    rxs = [(rf"\b({_either(w for w, anywhere in known.items() if anywhere)})(?:'s)?\b", 0),
+           (rf"{_OPENING}({_either(w for w, anywhere in known.items() if not anywhere)}){_DOES}", 1)]
+    rxs = [(re.compile(p, re.I | re.M), g) for p, g in rxs if "()" not in p]
+    return [spans + [Span(m.start(g), m.end(g), labels.get(m.group(1).lower(), "PERSON"),
+                          "propagate") for rx, g in rxs for m in rx.finditer(text)]
             for text, spans in zip(texts, found, strict=True)]  # fmt: skip
+
+
+def _either(words: Iterable[str]) -> str:
+    return "|".join(sorted(map(re.escape, words)))

@@ -18,7 +18,7 @@ from companion.errors import ConfigError
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
     DATA_FILE: "944be316083cf81e72fb37177834009870f0b464d3f3331b8d97e28b22542a3a",
-    PATTERNS_FILE: "4ae5bac6fe1b9d00606b94b265930628197159b52a590f60b2fb431b173214c6",
+    PATTERNS_FILE: "bf33a207df0eb73f9e45dc3a1de4be57a141f37da3131d73603e634a016a4b19",
 }
 
 
