@@ -17,7 +17,7 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "944be316083cf81e72fb37177834009870f0b464d3f3331b8d97e28b22542a3a",
+    DATA_FILE: "e3078433a40e3a4d34de5c851bc86ac685cde7a4fd3f34da2410459f8679702b",
     PATTERNS_FILE: "bf33a207df0eb73f9e45dc3a1de4be57a141f37da3131d73603e634a016a4b19",
 }
 

@@ -47,6 +47,15 @@ def test_frequent_words_and_months_never_spread(redactor) -> None:
     assert out[3] == "i will ring him back tomorrow"
 
 
+def test_a_frequent_word_named_once_spreads_only_where_a_name_stands(redactor) -> None:
+    texts = ["my granddaughter hope is staying with us", "i hope the rain stops",
+             "hope baked scones with me", "then hope phoned her dad",
+             "we live in hope of sun", "there is still hope"]  # fmt: skip
+    out = redacted(redactor, texts)
+    assert out[2] == "[PERSON] baked scones with me" and out[3] == "then [PERSON] phoned her dad"
+    assert out[1] == texts[1] and out[4:] == texts[4:]  # the word, not the name
+
+
 def test_names_spread_to_later_batches_of_an_export_but_not_to_another(redactor) -> None:
     redacted(redactor, ["my old friend dawn came for tea"])
     assert "dawn" not in redacted(redactor, ["dawn and i went for a walk"])[0]
