@@ -20,16 +20,8 @@ from companion.research.ner import Span
 from companion.research.words import WORDS, part, pattern, word_set
 
 # The patterns are in companion/data/patterns.toml ([addresses]).
-_NUM = part("addresses.NUM")
-_PREFIXED, _COMPOUND, _CORNER, _LEFT, _RIGHT, _CODE, _TOWN = (pattern(f"addresses.{n}") for n in (
-    "PREFIXED", "COMPOUND", "CORNER", "LEFT", "RIGHT", "SAID_CODE", "TOWN"))
-
-
-def said_postcodes(text: str) -> list[Span]:
-    """Runs of single letters and digits said one by one, at least three digits and a letter
-    or a dash among them."""
-    return [Span(*m.span(), "ADDRESS") for m in _CODE.finditer(text)
-            if 3 <= sum(bool(re.fullmatch(_NUM, w)) for w in m[0].split()) < len(m[0].split())]
+_PREFIXED, _COMPOUND, _CORNER, _LEFT, _RIGHT, _TOWN = (pattern(f"addresses.{n}") for n in (
+    "PREFIXED", "COMPOUND", "CORNER", "LEFT", "RIGHT", "TOWN"))
 
 
 def _near(text: str, span: Span, gaz: Gazetteer | None) -> Span:
@@ -107,7 +99,8 @@ def organisations(text: str, gaz: Gazetteer) -> list[Span]:
     # after a cue only a firm follows, any words but a person or a kind alone
     for p, how in ((_CUE, "cue"), (_KIND_FIRST, "first"), (_STRONG, "strong")):
         for m in p.finditer(text):
-            words = _run(text, _WORD.finditer(text, m.start() if how == "first" else m.end()), lower)
+            start = m.start() if how == "first" else m.end()
+            words = _run(text, _WORD.finditer(text, start), lower)
             while words and words[-1].group(0).lower() in _JOINS:
                 words.pop()
             low = [w.group(0).lower().removesuffix("'s") for w in words]

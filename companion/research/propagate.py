@@ -11,7 +11,6 @@ Months, weekdays and a surname's particles ("van", "de") never spread.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
@@ -54,13 +53,13 @@ def propagate(texts: list[str], found: list[list[Span]], known: dict[str, bool],
                         and word not in _NEVER | _STOP:  # fmt: skip
                     known.setdefault(word, False)
     known.update(dict.fromkeys(labels, True))
-    rxs = [(rf"\b({_either(w for w, anywhere in known.items() if anywhere)})(?:'s)?\b", 0),
-           (rf"{_OPENING}({_either(w for w, anywhere in known.items() if not anywhere)}){_DOES}", 1)]
-    rxs = [(re.compile(p, re.I | re.M), g) for p, g in rxs if "()" not in p]
+    sources = [(rf"\b({_either(known, True)})(?:'s)?\b", 0),
+               (rf"{_OPENING}({_either(known, False)}){_DOES}", 1)]
+    rxs = [(re.compile(p, re.I | re.M), g) for p, g in sources if "()" not in p]
     return [spans + [Span(m.start(g), m.end(g), labels.get(m.group(1).lower(), "PERSON"),
                           "propagate") for rx, g in rxs for m in rx.finditer(text)]
             for text, spans in zip(texts, found, strict=True)]  # fmt: skip
 
 
-def _either(words: Iterable[str]) -> str:
-    return "|".join(sorted(map(re.escape, words)))
+def _either(known: dict[str, bool], anywhere: bool) -> str:
+    return "|".join(sorted(re.escape(w) for w, spread in known.items() if spread is anywhere))

@@ -16,15 +16,14 @@ from typing import Any
 
 from companion.research import addresses, context, intros, numbers, unknown
 from companion.research.casing import pet_names, place_phrases, typed_names
-from companion.research.context import RELATIONS, context_names
+from companion.research.context import context_names
 from companion.research.cues import ordinary_word_names
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span, tag
 from companion.research.words import TOKEN, data, ordinary, pattern, sections, word_set
 
 _RELATED, _CONTACT, _PET = (pattern(f"recognizers.{n}") for n in ("RELATED", "CONTACT", "PET"))
-_BIRTHDAY, _NAME_IS_AGE = pattern("recognizers.BIRTHDAY"), pattern("spoken.NAME_IS_AGE")
-_DETERMINERS, _NOT_NAMES = word_set("determiners"), word_set("not_names")
+_NAME_IS_AGE, _NOT_NAMES = pattern("spoken.NAME_IS_AGE"), word_set("not_names")
 
 
 @dataclass
@@ -110,13 +109,6 @@ def _cue_names(cue: re.Pattern[str], t: Text, label: str = "PERSON") -> list[Spa
     return _words(cue.finditer(t.text), ok, label)
 
 
-def _birthday(t: Text) -> list[Span]:
-    """A name before "birthday" names someone; "the dog's" or "my mum's" birthday does not."""
-    return [Span(m.start(2), m.end(2), "PERSON") for m in _BIRTHDAY.finditer(t.text)
-            if m.group(2).lower() not in ordinary() or (m.group(1) or "").lower()
-            not in _DETERMINERS and m.group(2).lower() not in RELATIONS | _DETERMINERS]  # fmt: skip
-
-
 def _name_is_age(t: Text) -> list[Span]:  # "mabel is seventy one and ..."
     return [Span(m.start(2), m.end(2), "AGE") for m in _NAME_IS_AGE.finditer(t.text)
             if m.group(1) not in context.STOP and is_name(m.group(1), t)]  # fmt: skip
@@ -167,8 +159,6 @@ TEXT: tuple[Recognizer, ...] = (
     R("contact", "PERSON", find=lambda t: _cue_names(_CONTACT, t), stage="plain"),
     # typed, or without the gazetteer; with it, `pet_name` reads pets in lower-case text
     R("pet", "PET", find=lambda t: [] if t.lower and t.gaz else _cue_names(_PET, t, "PET")),
-    R("birthday_name", "PERSON", find=_birthday),
-    R("said_postcode", "ADDRESS", find=lambda t: addresses.said_postcodes(t.text), case="lower"),
     R("foreign_street", "ADDRESS", find=lambda t: addresses.foreign_streets(t.text, t.nameish)),
     R("name_is_age", "AGE", find=_name_is_age),
     R("own_names", "PERSON", find=_own_names),

@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "e3078433a40e3a4d34de5c851bc86ac685cde7a4fd3f34da2410459f8679702b",
-    PATTERNS_FILE: "bf33a207df0eb73f9e45dc3a1de4be57a141f37da3131d73603e634a016a4b19",
+    DATA_FILE: "66b0cb4014fae2bff37b2064ec5a762d71c7c8aa9e0a21b1dca1853806d9037a",
+    PATTERNS_FILE: "b2a4cff0b89f16e640da4f2c96318f911948a608d3fec25610f4fe3b4bb56c6f",
 }
 
 
