@@ -96,8 +96,8 @@ def openers(text: str, gaz: Gazetteer, freq: dict[str, float], common: Callable[
     a sentence's first word is capitalised whatever it is (elsewhere `typed_names` reads it)."""
     spans = []
     for m in _OPENER.finditer(text):
-        word = base(m.group(1).lower())
-        if _candidate(word) and not common(word) and not english(word, gaz, freq):
+        word, caps = base(m.group(1).lower()), m.group(1).isupper()  # "BIC", "NHS": no name
+        if _candidate(word) and not caps and not common(word) and not english(word, gaz, freq):
             label = "PLACE" if word in gaz.place_names else "PERSON"
             spans.append(Span(m.start(1), m.start(1) + len(word), label))
     return spans

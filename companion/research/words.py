@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "66b0cb4014fae2bff37b2064ec5a762d71c7c8aa9e0a21b1dca1853806d9037a",
-    PATTERNS_FILE: "b2a4cff0b89f16e640da4f2c96318f911948a608d3fec25610f4fe3b4bb56c6f",
+    DATA_FILE: "6a11d080659f78f5f1100c4ba4a489e054b82e6c65ff65144e2bf2df97e0e21b",
+    PATTERNS_FILE: "0bde7752fb6b150bd7162e26c2185d15fc2fdecaead05adffff40993913b75c6",
 }
 
 
