@@ -17,7 +17,7 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "6a11d080659f78f5f1100c4ba4a489e054b82e6c65ff65144e2bf2df97e0e21b",
+    DATA_FILE: "a74f53fadb078a82d1facd972254e2ac185767c52eef7e166cd1e19cd9da13aa",
     PATTERNS_FILE: "0bde7752fb6b150bd7162e26c2185d15fc2fdecaead05adffff40993913b75c6",
 }
 
