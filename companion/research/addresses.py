@@ -22,6 +22,7 @@ from companion.research.words import WORDS, part, pattern, word_set
 # The patterns are in companion/data/patterns.toml ([addresses]).
 _PREFIXED, _COMPOUND, _CORNER, _LEFT, _RIGHT, _TOWN = (pattern(f"addresses.{n}") for n in (
     "PREFIXED", "COMPOUND", "CORNER", "LEFT", "RIGHT", "TOWN"))
+_PREFIXES = word_set("street_prefixes")  # a street's kind before its name, English has none
 
 
 def _near(text: str, span: Span, gaz: Gazetteer | None) -> Span:
@@ -44,10 +45,13 @@ def foreign_streets(text: str, nameish: Callable[[str], bool] | None) -> list[Sp
     """Streets named by a kind before or inside the name, and the two of a corner."""
     lower = not any(c.isupper() for c in text)
 
-    def named(word: str) -> bool:  # typed: capitalised; said: no ordinary word
-        return word[0].isupper() if not lower else nameish is not None and nameish(word)
+    def named(word: str, kind: str = "") -> bool:  # typed: capitalised; said: no ordinary
+        if not lower:  # word, or any but a function word after a kind no English shares
+            return word[0].isupper()
+        return nameish is not None and nameish(word) or kind in _PREFIXES and word not in STOP
 
-    spans = [Span(*m.span(), "ADDRESS") for m in _PREFIXED.finditer(text) if named(m[1])]
+    spans = [Span(*m.span(), "ADDRESS") for m in _PREFIXED.finditer(text)
+             if named(m[1], m[0].split()[0].rstrip("."))]  # fmt: skip
     spans += [Span(*m.span(), "ADDRESS") for m in _COMPOUND.finditer(text)
               if named(m[0].split()[0])]  # fmt: skip
     return spans + [Span(*m.span(g), "ADDRESS") for m in _CORNER.finditer(text)

@@ -17,7 +17,7 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "a74f53fadb078a82d1facd972254e2ac185767c52eef7e166cd1e19cd9da13aa",
+    DATA_FILE: "3ff41b21f636866a6ab546759a4c23440ade52a224267645a71bae02f932830d",
     PATTERNS_FILE: "0bde7752fb6b150bd7162e26c2185d15fc2fdecaead05adffff40993913b75c6",
 }
 
