@@ -71,7 +71,6 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
         # "hospital" and not only at "college"
         if not (before := _BEFORE_HEAD.search(text, max(0, h.start() - 160), h.start())):
             continue
-        # keep the words nearest the kind that can belong to a name
         kept: list[re.Match[str]] = []
         for w in reversed(list(_WORD.finditer(text, before.start(), h.start()))):
             base = w.group(0).lower().removesuffix("'s")

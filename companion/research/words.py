@@ -49,9 +49,8 @@ TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*")
 
 @lru_cache(maxsize=1)
 def sections() -> dict[str, dict[str, str]]:
-    sections = tomllib.loads(_read(PATTERNS_FILE).decode("utf-8"))
     return {s: {k: "".join(v) if isinstance(v, list) else v for k, v in d.items()}
-            for s, d in sections.items()}  # fmt: skip
+            for s, d in tomllib.loads(_read(PATTERNS_FILE).decode("utf-8")).items()}  # fmt: skip
 
 
 _SLOT = re.compile(r"\{([A-Z]\w*|[a-z]\w*\.[A-Z]\w*|[a-z][\w|]*)(:title)?\}")
