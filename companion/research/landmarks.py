@@ -81,11 +81,13 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
             continue
         if not lower:  # "Perry Barr depot" inside a sentence: the name is capitalised
             ok = h[0][0].isupper() or bool(_INSIDE.search(text, 0, kept[0].start()))
-        elif _bare(text[: kept[0].start()], h[0]):
+        elif (text[: kept[0].start()].split() or [""])[-1] in _BARE_CUES \
+                and h[0].lower() in _BARE_HEADS:  # fmt: skip
             ok = True  # "at city hospital", "to holy cross academy"
         else:
             # not the verb that leads up to it ("walking [around] sf zoo")
-            while kept and _leading(kept[0].group(0), gaz):
+            while kept and gaz.is_ordinary(kept[0][0]) and kept[0][0] not in gaz.places \
+                    and kept[0][0] not in _TITLED:  # fmt: skip
                 kept.pop(0)
             # GeoNames knows "mine", "gas" and "son" as places: a name word here must be no
             # English word at all ("glasgow", "moseley", "jewellery"), or a saint's or a
@@ -95,15 +97,6 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
         if ok:  # (false where the loop above left no word)
             spans.append(Span(kept[0].start(), h.end(), label))
     return spans
-
-
-def _bare(before: str, head: str) -> bool:
-    last = before.split()[-1:]
-    return bool(last) and last[0] in _BARE_CUES and head.lower() in _BARE_HEADS
-
-
-def _leading(word: str, gaz: Gazetteer) -> bool:
-    return gaz.is_ordinary(word) and word not in gaz.places and word not in _TITLED
 
 
 def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:
