@@ -55,8 +55,7 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
     raw = [m.group(0) for m in words]
     spans = []
     for i, m in enumerate(words):
-        label = _label(raw, i, gaz, common)
-        if label == "FULL":
+        if (label := _label(raw, i, gaz, common)) == "FULL":
             spans.append(Span(m.start(), words[i + 1].end(), "PERSON"))
         elif label:
             spans.append(Span(m.start(), m.start() + len(base(raw[i])), label))

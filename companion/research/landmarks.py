@@ -18,11 +18,10 @@ from companion.research.ner import Span, tag
 from companion.research.words import pattern, word_set
 
 # The patterns are in companion/data/patterns.toml ([landmarks]).
-_KIND_OF, _KIND_NAME, _NAME_KIND, _HEAD, _ORG_HEAD, _INSIDE, _BEFORE_HEAD, _QUARTER = (
-    pattern(f"landmarks.{n}") for n in ("KIND_OF", "KIND_NAME", "NAME_KIND", "HEAD", "ORG_HEAD",
-                                        "INSIDE", "BEFORE_HEAD", "QUARTER"))
-_VENUE, _PUB, _THE, _KIND_AFTER = (pattern(f"landmarks.{n}") for n in ("VENUE", "PUB", "THE",
-                                                                        "KIND_AFTER"))
+_KIND_OF, _KIND_NAME, _NAME_KIND, _HEAD, _ORG_HEAD, _INSIDE = (pattern(f"landmarks.{n}") for n in (
+    "KIND_OF", "KIND_NAME", "NAME_KIND", "HEAD", "ORG_HEAD", "INSIDE"))
+_BEFORE_HEAD, _QUARTER, _VENUE, _PUB, _THE, _KIND_AFTER = (pattern(f"landmarks.{n}") for n in (
+    "BEFORE_HEAD", "QUARTER", "VENUE", "PUB", "THE", "KIND_AFTER"))
 
 _WORD = re.compile(r"\S+")
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
