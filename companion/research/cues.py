@@ -26,7 +26,6 @@ def _set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-# The patterns are in companion/data/patterns.toml ([cues]).
 _POSSESSIVE, _AGE_NEXT, _STOP, _BARE_INITIALS, _PAST, _PLACE_CUE, _INITIALS = (
     pattern(f"cues.{n}") for n in ("POSSESSIVE", "AGE_NEXT", "STOP", "BARE_INITIALS", "PAST",
                                    "PLACE_CUE", "INITIALS"))

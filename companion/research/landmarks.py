@@ -17,7 +17,6 @@ from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span, tag
 from companion.research.words import pattern, word_set
 
-# The patterns are in companion/data/patterns.toml ([landmarks]).
 _KIND_OF, _KIND_NAME, _NAME_KIND, _HEAD, _ORG_HEAD, _INSIDE = (pattern(f"landmarks.{n}") for n in (
     "KIND_OF", "KIND_NAME", "NAME_KIND", "HEAD", "ORG_HEAD", "INSIDE"))
 _BEFORE_HEAD, _QUARTER, _VENUE, _PUB, _THE, _KIND_AFTER = (pattern(f"landmarks.{n}") for n in (
@@ -40,9 +39,8 @@ def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
     """A word that can be the name part: capitalised when typed; in a recogniser's text
     no ordinary English word, or a place GeoNames knows."""
     base = word.lower().removesuffix("'s")
-    if base in _NOT_A_NAME or len(base) < 3:
-        return False
-    return (not gaz.is_ordinary(base) or base in gaz.places) if lower else word[0].isupper()
+    return base not in _NOT_A_NAME and len(base) > 2 and (
+        (not gaz.is_ordinary(base) or base in gaz.places) if lower else word[0].isupper())
 
 
 def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
