@@ -41,7 +41,7 @@ _OPENERS = frozenset(["", "and", "with", "remember", "of", "about", "see", "saw"
 
 def base(word: str) -> str:
     """A word without its possessive "'s"."""
-    return word[:-2] if word.endswith("'s") else word
+    return word.removesuffix("'s")
 
 
 def at(words: list[str], k: int) -> str:

@@ -18,7 +18,7 @@ from companion.errors import ConfigError
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
     DATA_FILE: "a9bf9cb77bf0104bf1a0698b3c1ab76bcad9a5d280d6dc53d856e3747f3489d0",
-    PATTERNS_FILE: "33b90d0407f10467893872beffa01242c8b9ce4f3209bad1b93f7286f17b8c31",
+    PATTERNS_FILE: "bae31a3de767b3ff2de2b40edbadd9994cda727ce84d6d05f883732ad761f88f",
 }
 
 
