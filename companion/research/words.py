@@ -18,7 +18,7 @@ from companion.errors import ConfigError
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
     DATA_FILE: "3ff41b21f636866a6ab546759a4c23440ade52a224267645a71bae02f932830d",
-    PATTERNS_FILE: "0bde7752fb6b150bd7162e26c2185d15fc2fdecaead05adffff40993913b75c6",
+    PATTERNS_FILE: "a9b564695833d9473679b54b378e9c974d11bfa91f3f7d21f71d8847c8a40dcb",
 }
 
 
@@ -49,9 +49,8 @@ TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['-])*")
 
 @lru_cache(maxsize=1)
 def sections() -> dict[str, dict[str, str]]:
-    sections = tomllib.loads(_read(PATTERNS_FILE).decode("utf-8"))
     return {s: {k: "".join(v) if isinstance(v, list) else v for k, v in d.items()}
-            for s, d in sections.items()}  # fmt: skip
+            for s, d in tomllib.loads(_read(PATTERNS_FILE).decode("utf-8")).items()}  # fmt: skip
 
 
 _SLOT = re.compile(r"\{([A-Z]\w*|[a-z]\w*\.[A-Z]\w*|[a-z][\w|]*)(:title)?\}")
