@@ -68,12 +68,16 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
         # "hospital" and not only at "college"
         if not (before := _BEFORE_HEAD.search(text, max(0, h.start() - 160), h.start())):
             continue
-        kept: list[re.Match[str]] = []
+        # a modifier or "and" only between name words ("leeds general", "x and y society")
+        kept, between = [], []  # type: tuple[list[re.Match[str]], list[re.Match[str]]]
         for w in reversed(list(_WORD.finditer(text, before.start(), h.start()))):
             base = w.group(0).lower().removesuffix("'s")
-            if base in _NOT_A_NAME or base in _MODIFIERS or not (lower or base[0] != w[0][0]):
+            if base in _MODIFIERS or base in _NOT_A_NAME - STOP or base in ("and", "&") and kept:
+                between.insert(0, w)
+            elif base in STOP or not (lower or base[0] != w[0][0]):
                 break
-            kept.insert(0, w)
+            else:
+                kept, between = [w, *between, *kept], []
         if not kept:
             continue
         if not lower:  # "Perry Barr depot" inside a sentence: the name is capitalised
