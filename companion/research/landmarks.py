@@ -87,8 +87,8 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
             ok = True  # "at city hospital", "to holy cross academy"
         else:
             # not the verb that leads up to it ("walking [around] sf zoo")
-            while kept and gaz.is_ordinary(kept[0][0]) and kept[0][0] not in gaz.places \
-                    and kept[0][0] not in _TITLED:  # fmt: skip
+            while kept and (kept[0][0] in ("and", "&") or gaz.is_ordinary(kept[0][0])
+                            and kept[0][0] not in gaz.places and kept[0][0] not in _TITLED):
                 kept.pop(0)
             # GeoNames knows "mine", "gas" and "son" as places: a name word here must be no
             # English word at all ("glasgow", "moseley", "jewellery"), or a saint's or a
