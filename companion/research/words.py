@@ -18,7 +18,7 @@ from companion.errors import ConfigError
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
     DATA_FILE: "2113132815f9e57ef91ab5aa866bf13dd47abdfb6abf257fb37aba9d15c08906",
-    PATTERNS_FILE: "1b03073adfdd35240a20f675482fa5884fb1eb73412026b9d93c3057d963a18c",
+    PATTERNS_FILE: "23ab3f415023326c90a4a6b44f8fca13aa23221e1edff21beffc20d6b43b1632",
 }
 
 

@@ -126,3 +126,10 @@ def test_a_street_said_takes_the_town_after_it_and_only_a_town(redactor: Redacto
     assert said == "mail it to [ADDRESS] thanks"
     kept = redactor.redact("we lived at twelve mill lane and then moved away")
     assert kept == "we lived at [ADDRESS] and then moved away"
+
+
+def test_a_house_name_before_a_street_takes_no_verb_or_preposition(redactor: Redactor) -> None:
+    typed = redactor.redact("We moved to Alder Lodge, 6 Pike Lane, in May.")
+    assert typed.startswith("We moved to [ADDRESS]"), typed
+    said = redactor.redact("they lived at larch cottage nine pike lane for a year")
+    assert said == "they lived at [ADDRESS] for a year"
