@@ -61,10 +61,9 @@ def english(word: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
     stems = (word, word.removesuffix("s"), word.removesuffix("es"))
     if gaz.is_ordinary(word) or any(freq.get(w, 0.0) >= UNKNOWN_ZIPF for w in stems):
         return True
-    for prefix in _PREFIXES:
-        rest = word[len(prefix) :].lstrip("-")
-        if word.startswith(prefix) and len(rest) > 3 and english(rest, gaz, freq):
-            return True
+    rests = (word[len(prefix) :].lstrip("-") for prefix in _PREFIXES if word.startswith(prefix))
+    if any(len(rest) > 3 and english(rest, gaz, freq) for rest in rests):
+        return True
     return word in freq and any(gaz.is_ordinary(word[:i]) and gaz.is_ordinary(word[i:].lstrip("-"))
                                 for i in range(3, len(word) - 2))  # fmt: skip
 
@@ -78,15 +77,13 @@ def unknown_names(
 ) -> list[Span]:
     """Words of lower-case `text` that are no English word, or a listed name or place too
     rare as a word; a PLACE when the gazetteer lists it as one or a place cue precedes it."""
-    spans = []
-    prev = ""
-    for m in TOKEN.finditer(text):
+    spans, tokens = [], list(TOKEN.finditer(text))
+    for m, prev in zip(tokens, ["", *(t.group(0) for t in tokens)], strict=False):
         word = base(m.group(0)).strip("'-")
         rare_name = gaz.is_name(word) and freq.get(word, 0.0) < NAME_ZIPF
         if _candidate(word) and not common(word) and (rare_name or not english(word, gaz, freq)):
             place = word in gaz.place_names or prev in PLACE_CUES and word not in gaz.people
             spans.append(Span(m.start(), m.start() + len(word), "PLACE" if place else "PERSON"))
-        prev = m.group(0)
     return spans
 
 
@@ -107,9 +104,7 @@ def spelled(text: str, names: list[Span]) -> list[Span]:
     """What a speaker spells letter by letter: a run with three letters or more, with the
     digits, "dot"s and "at"s inside it; and initials read before a name. Never "a" or "i"
     alone before a word."""
-    tokens = list(TOKEN.finditer(text))
-    spans = []
-    i = 0
+    tokens, spans, i = list(TOKEN.finditer(text)), [], 0
     while i < len(tokens):
         j = i
         while j < len(tokens) and _SPELLED.fullmatch(tokens[j].group(0)):
