@@ -72,9 +72,8 @@ def _candidate(word: str) -> bool:
     return len(word) > 2 and word not in STOP and word not in NOT_PROPER
 
 
-def unknown_names(
-    text: str, gaz: Gazetteer, freq: dict[str, float], common: Callable[[str], bool]
-) -> list[Span]:
+def unknown_names(text: str, gaz: Gazetteer, freq: dict[str, float], common: Callable[[str], bool]
+                  ) -> list[Span]:  # fmt: skip
     """Words of lower-case `text` that are no English word, or a listed name or place too
     rare as a word; a PLACE when the gazetteer lists it as one or a place cue precedes it."""
     spans, tokens = [], list(TOKEN.finditer(text))
@@ -91,13 +90,10 @@ def openers(text: str, gaz: Gazetteer, freq: dict[str, float], common: Callable[
             ) -> list[Span]:  # fmt: skip
     """Typed, the capitalised word opening a sentence that is no English word: a name, since
     a sentence's first word is capitalised whatever it is (elsewhere `typed_names` reads it)."""
-    spans = []
-    for m in _OPENER.finditer(text):
-        word, caps = base(m.group(1).lower()), m.group(1).isupper()  # "BIC", "NHS": no name
-        if _candidate(word) and not caps and not common(word) and not english(word, gaz, freq):
-            label = "PLACE" if word in gaz.place_names else "PERSON"
-            spans.append(Span(m.start(1), m.start(1) + len(word), label))
-    return spans
+    words = ((m, base(m.group(1).lower())) for m in _OPENER.finditer(text))
+    return [Span(m.start(1), m.start(1) + len(w), "PLACE" if w in gaz.place_names else "PERSON")
+            for m, w in words if _candidate(w) and not m.group(1).isupper()  # "BIC": no name
+            and not common(w) and not english(w, gaz, freq)]  # fmt: skip
 
 
 def spelled(text: str, names: list[Span]) -> list[Span]:
@@ -112,11 +108,9 @@ def spelled(text: str, names: list[Span]) -> list[Span]:
         while j > i and tokens[j - 1].group(0) in _JOINS:  # the run ends before "at gmail"
             j -= 1
         run = [t.group(0) for t in tokens[i:j]]
-        if sum(len(t) == 1 for t in run) >= 3 and len(run[0]) == 1:
-            spans.append(Span(tokens[i].start(), tokens[j - 1].end(), "PERSON"))
-            i = j
-        else:
-            i += 1
+        spelt = sum(len(t) == 1 for t in run) >= 3 and len(run[0]) == 1
+        spans += [Span(tokens[i].start(), tokens[j - 1].end(), "PERSON")] if spelt else []
+        i = j if spelt else i + 1
     starts = {s.start for s in names if s.label in ("PERSON", "PLACE")}  # a guess either way
     for k, tok in enumerate(tokens):
         first = k
