@@ -96,9 +96,8 @@ class Redactor:
             t = Text(text, self.nameish, gaz, freq, self.own())
             self._run(t, (r for r in TEXT if r.stage == "text"))
             view, t.cased = truecase(text, gaz, common) if t.lower else (text, [])
-            self._run(t, GAZETTEER)
             views.append(unknown.name_candidates(view, gaz, freq) if t.lower else text)
-            found.append(t.found)
+            found.append(self._run(t, GAZETTEER))
         entities = self.ner.spans(views) if "ner" not in self.off else [[] for _ in texts]
         out = []
         for text, view, spans, ents in zip(texts, views, found, entities, strict=True):

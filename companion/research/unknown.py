@@ -59,13 +59,12 @@ def english(word: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
     form of one, a compound of two that the frequency list holds (names rarely split so), or
     frequent in today's English whatever the dictionary says."""
     stems = (word, word.removesuffix("s"), word.removesuffix("es"))
-    if gaz.is_ordinary(word) or any(freq.get(w, 0.0) >= UNKNOWN_ZIPF for w in stems):
-        return True
     rests = (word[len(prefix) :].lstrip("-") for prefix in _PREFIXES if word.startswith(prefix))
-    if any(len(rest) > 3 and english(rest, gaz, freq) for rest in rests):
-        return True
-    return word in freq and any(gaz.is_ordinary(word[:i]) and gaz.is_ordinary(word[i:].lstrip("-"))
-                                for i in range(3, len(word) - 2))  # fmt: skip
+    return (gaz.is_ordinary(word) or any(freq.get(w, 0.0) >= UNKNOWN_ZIPF for w in stems)
+            or any(len(rest) > 3 and english(rest, gaz, freq) for rest in rests)
+            or word in freq and any(gaz.is_ordinary(word[:i])
+                                    and gaz.is_ordinary(word[i:].lstrip("-"))
+                                    for i in range(3, len(word) - 2)))  # fmt: skip
 
 
 def _candidate(word: str) -> bool:
