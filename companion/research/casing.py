@@ -23,9 +23,8 @@ _PERSON_CUES = word_set("casing_person_cues") | ROLES  # relations, titles, nami
 _WEAK_CUES = frozenset(["with", "for", "our", "poor", "dear"])
 # After a title even an ordinary word is a name; after a relation it must be a known name.
 _TITLE_CUES = word_set("casing_title_cues")
-PLACE_CUES = frozenset(
-    ["in", "from", "to", "near", "at", "via", "outside", "around", "visit", "visited"]
-)
+PLACE_CUES = frozenset(["in", "from", "to", "near", "at", "via", "outside", "around", "visit",
+                       "visited"])  # fmt: skip
 NOT_PROPER = word_set("casing_not_proper")  # capitalised words that are neither
 _MOTION = word_set("casing_motion")
 # After "in"/"from" an ordinary word is a place only at a clause's end, and never one of the

@@ -95,11 +95,9 @@ class Redactor:
         for text in texts:
             t = Text(text, self.nameish, gaz, freq, self.own())
             self._run(t, (r for r in TEXT if r.stage == "text"))
-            if t.lower:
-                t.view, t.cased = truecase(text, gaz, common)
-            self._run(t, GAZETTEER)
-            views.append(unknown.name_candidates(t.view, gaz, freq) if t.lower else text)
-            found.append(t.found)
+            view, t.cased = truecase(text, gaz, common) if t.lower else (text, [])
+            views.append(unknown.name_candidates(view, gaz, freq) if t.lower else text)
+            found.append(self._run(t, GAZETTEER))
         entities = self.ner.spans(views) if "ner" not in self.off else [[] for _ in texts]
         out = []
         for text, view, spans, ents in zip(texts, views, found, entities, strict=True):

@@ -53,13 +53,10 @@ def propagate(texts: list[str], found: list[list[Span]], known: dict[str, bool],
                         and word not in _NEVER | _STOP:  # fmt: skip
                     known.setdefault(word, False)
     known.update(dict.fromkeys(labels, True))
-    sources = [(rf"\b({_either(known, True)})(?:'s)?\b", 0),
-               (rf"{_OPENING}({_either(known, False)}){_DOES}", 1)]
+    anywhere, at_names = ("|".join(sorted(re.escape(w) for w, v in known.items() if v is s))
+                          for s in (True, False))  # fmt: skip
+    sources = [(rf"\b({anywhere})(?:'s)?\b", 0), (rf"{_OPENING}({at_names}){_DOES}", 1)]
     rxs = [(re.compile(p, re.I | re.M), g) for p, g in sources if "()" not in p]
     return [spans + [Span(m.start(g), m.end(g), labels.get(m.group(1).lower(), "PERSON"),
                           "propagate") for rx, g in rxs for m in rx.finditer(text)]
             for text, spans in zip(texts, found, strict=True)]  # fmt: skip
-
-
-def _either(known: dict[str, bool], anywhere: bool) -> str:
-    return "|".join(sorted(re.escape(w) for w, spread in known.items() if spread is anywhere))

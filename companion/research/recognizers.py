@@ -28,16 +28,15 @@ _NAME_IS_AGE, _NOT_NAMES = pattern("spoken.NAME_IS_AGE"), word_set("not_names")
 
 @dataclass
 class Text:
-    """One text as the recognizers read it: `view` is its truecased copy (text without
-    capitals, read with the gazetteer), `found` the spans of the recognizers before."""
+    """One text as the recognizers read it: `cased` the names its truecased copy found (text
+    without capitals, read with the gazetteer), `found` the spans of the recognizers before."""
 
     text: str
     nameish: Callable[[str], bool]
     gaz: Gazetteer | None = None
     freq: dict[str, float] = field(default_factory=dict)
     names: tuple[str, ...] = ()  # the participant's names known so far
-    view: str = ""
-    cased: list[Span] = field(default_factory=list)  # names truecasing found
+    cased: list[Span] = field(default_factory=list)
     found: list[Span] = field(default_factory=list)
 
     @property
@@ -102,11 +101,9 @@ def introduced(t: Text) -> list[Span]:
 def _cue_names(cue: re.Pattern[str], t: Text, label: str = "PERSON") -> list[Span]:
     """The name after a cue: capitalised (case-sensitive: "my friend said" stays), or in text
     without capitals no ordinary word."""
-
-    def ok(w: str) -> bool:
-        return w not in ordinary() and len(w) > 2 if t.lower else is_name(w, t)
-
-    return _words(cue.finditer(t.text), ok, label)
+    if t.lower:
+        return _words(cue.finditer(t.text), lambda w: w not in ordinary() and len(w) > 2, label)
+    return _words(cue.finditer(t.text), lambda w: is_name(w, t), label)
 
 
 def _name_is_age(t: Text) -> list[Span]:  # "mabel is seventy one and ..."

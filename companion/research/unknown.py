@@ -59,34 +59,29 @@ def english(word: str, gaz: Gazetteer, freq: dict[str, float]) -> bool:
     form of one, a compound of two that the frequency list holds (names rarely split so), or
     frequent in today's English whatever the dictionary says."""
     stems = (word, word.removesuffix("s"), word.removesuffix("es"))
-    if gaz.is_ordinary(word) or any(freq.get(w, 0.0) >= UNKNOWN_ZIPF for w in stems):
-        return True
-    for prefix in _PREFIXES:
-        rest = word[len(prefix) :].lstrip("-")
-        if word.startswith(prefix) and len(rest) > 3 and english(rest, gaz, freq):
-            return True
-    return word in freq and any(gaz.is_ordinary(word[:i]) and gaz.is_ordinary(word[i:].lstrip("-"))
-                                for i in range(3, len(word) - 2))  # fmt: skip
+    rests = (word[len(prefix) :].lstrip("-") for prefix in _PREFIXES if word.startswith(prefix))
+    return (gaz.is_ordinary(word) or any(freq.get(w, 0.0) >= UNKNOWN_ZIPF for w in stems)
+            or any(len(rest) > 3 and english(rest, gaz, freq) for rest in rests)
+            or word in freq and any(gaz.is_ordinary(word[:i])
+                                    and gaz.is_ordinary(word[i:].lstrip("-"))
+                                    for i in range(3, len(word) - 2)))  # fmt: skip
 
 
 def _candidate(word: str) -> bool:
     return len(word) > 2 and word not in STOP and word not in NOT_PROPER
 
 
-def unknown_names(
-    text: str, gaz: Gazetteer, freq: dict[str, float], common: Callable[[str], bool]
-) -> list[Span]:
+def unknown_names(text: str, gaz: Gazetteer, freq: dict[str, float], common: Callable[[str], bool]
+                  ) -> list[Span]:  # fmt: skip
     """Words of lower-case `text` that are no English word, or a listed name or place too
     rare as a word; a PLACE when the gazetteer lists it as one or a place cue precedes it."""
-    spans = []
-    prev = ""
-    for m in TOKEN.finditer(text):
+    spans, tokens = [], list(TOKEN.finditer(text))
+    for m, prev in zip(tokens, ["", *(t.group(0) for t in tokens)], strict=False):
         word = base(m.group(0)).strip("'-")
         rare_name = gaz.is_name(word) and freq.get(word, 0.0) < NAME_ZIPF
         if _candidate(word) and not common(word) and (rare_name or not english(word, gaz, freq)):
             place = word in gaz.place_names or prev in PLACE_CUES and word not in gaz.people
             spans.append(Span(m.start(), m.start() + len(word), "PLACE" if place else "PERSON"))
-        prev = m.group(0)
     return spans
 
 
@@ -94,22 +89,17 @@ def openers(text: str, gaz: Gazetteer, freq: dict[str, float], common: Callable[
             ) -> list[Span]:  # fmt: skip
     """Typed, the capitalised word opening a sentence that is no English word: a name, since
     a sentence's first word is capitalised whatever it is (elsewhere `typed_names` reads it)."""
-    spans = []
-    for m in _OPENER.finditer(text):
-        word, caps = base(m.group(1).lower()), m.group(1).isupper()  # "BIC", "NHS": no name
-        if _candidate(word) and not caps and not common(word) and not english(word, gaz, freq):
-            label = "PLACE" if word in gaz.place_names else "PERSON"
-            spans.append(Span(m.start(1), m.start(1) + len(word), label))
-    return spans
+    words = ((m, base(m.group(1).lower())) for m in _OPENER.finditer(text))
+    return [Span(m.start(1), m.start(1) + len(w), "PLACE" if w in gaz.place_names else "PERSON")
+            for m, w in words if _candidate(w) and not m.group(1).isupper()  # "BIC": no name
+            and not common(w) and not english(w, gaz, freq)]  # fmt: skip
 
 
 def spelled(text: str, names: list[Span]) -> list[Span]:
     """What a speaker spells letter by letter: a run with three letters or more, with the
     digits, "dot"s and "at"s inside it; and initials read before a name. Never "a" or "i"
     alone before a word."""
-    tokens = list(TOKEN.finditer(text))
-    spans = []
-    i = 0
+    tokens, spans, i = list(TOKEN.finditer(text)), [], 0
     while i < len(tokens):
         j = i
         while j < len(tokens) and _SPELLED.fullmatch(tokens[j].group(0)):
@@ -117,11 +107,9 @@ def spelled(text: str, names: list[Span]) -> list[Span]:
         while j > i and tokens[j - 1].group(0) in _JOINS:  # the run ends before "at gmail"
             j -= 1
         run = [t.group(0) for t in tokens[i:j]]
-        if sum(len(t) == 1 for t in run) >= 3 and len(run[0]) == 1:
-            spans.append(Span(tokens[i].start(), tokens[j - 1].end(), "PERSON"))
-            i = j
-        else:
-            i += 1
+        spelt = sum(len(t) == 1 for t in run) >= 3 and len(run[0]) == 1
+        spans += [Span(tokens[i].start(), tokens[j - 1].end(), "PERSON")] if spelt else []
+        i = j if spelt else i + 1
     starts = {s.start for s in names if s.label in ("PERSON", "PLACE")}  # a guess either way
     for k, tok in enumerate(tokens):
         first = k
