@@ -99,7 +99,8 @@ def spelled(text: str, names: list[Span]) -> list[Span]:
     """What a speaker spells letter by letter: a run with three letters or more, with the
     digits, "dot"s and "at"s inside it; and initials read before a name. Never "a" or "i"
     alone before a word."""
-    tokens, spans, i = list(TOKEN.finditer(text)), [], 0
+    tokens, spans = list(TOKEN.finditer(text)), []
+    i = 0
     while i < len(tokens):
         j = i
         while j < len(tokens) and _SPELLED.fullmatch(tokens[j].group(0)):
@@ -107,9 +108,11 @@ def spelled(text: str, names: list[Span]) -> list[Span]:
         while j > i and tokens[j - 1].group(0) in _JOINS:  # the run ends before "at gmail"
             j -= 1
         run = [t.group(0) for t in tokens[i:j]]
-        spelt = sum(len(t) == 1 for t in run) >= 3 and len(run[0]) == 1
-        spans += [Span(tokens[i].start(), tokens[j - 1].end(), "PERSON")] if spelt else []
-        i = j if spelt else i + 1
+        if sum(len(t) == 1 for t in run) >= 3 and len(run[0]) == 1:
+            spans.append(Span(tokens[i].start(), tokens[j - 1].end(), "PERSON"))
+            i = j
+        else:
+            i += 1
     starts = {s.start for s in names if s.label in ("PERSON", "PLACE")}  # a guess either way
     for k, tok in enumerate(tokens):
         first = k

@@ -82,7 +82,9 @@ HELD_OUT = 15
 # and family history), rich in addresses, organisations, numbers and URLs: counts only.
 LATER = {32: "tenancy e-mails, a wiki page, voicemails and a memoir",
          33: "a claim, a discharge letter, profiles, calls and an oral history",
-         34: "chats, a newsletter, a club history, calls and a eulogy"}
+         34: "chats, a newsletter, a club history, calls and a eulogy",
+         35: "chats, a newsletter, a cultural center's history, calls and a memoir",
+         36: "chats, a newsletter, profiles, calls and a family story"}
 
 
 def set_path(n: int) -> Path:
