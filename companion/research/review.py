@@ -13,7 +13,7 @@ or more, 1 for one (a text that is only a one- or two-digit number, a scale answ
 flagged); a number word 4 in a run of three or more (a number said aloud), 1 beside a
 redaction, else not flagged (a count, an answer on a scale); an ordinary word right before a
 person's redaction 0 (a first name that is also a word, before a redacted surname), unless a
-function word, relation or title; plus 2 for any token right beside a redaction (a surname
+function word ("will" is flagged), relation or title; plus 2 for any token right beside a redaction (a surname
 after a redacted first name).
 """
 
@@ -51,7 +51,8 @@ DIGITS = re.compile(r"\d+")  # TOKEN reads words; digits are tokens of their own
 NUMBER_WORDS = word_set("number_units", "number_teens", "number_tens", "number_words_plain")
 PSEUDONYM = re.compile(r"\bS[0-9a-f]{12}\b")  # a participant id already replaced
 CALENDAR = word_set("weekdays", "months")  # capitalised, yet identify nobody
-PLAIN = STOP | RELATIONS | word_set("titles")  # beside a name, yet no part of it
+# Beside a name, yet no part of it; "will" is a function word and the commonest such name.
+PLAIN = STOP - {"will"} | RELATIONS | word_set("titles")
 SENTENCE_END = re.compile(r"(?:^|[.!?:;\n])[\s\"'“‘(\[-]*$")
 
 

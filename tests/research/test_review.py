@@ -278,3 +278,6 @@ def test_an_ordinary_word_beside_a_persons_redaction_is_flagged_low():
     found = {text[s:e]: risk for s, e, risk, _ in review.flags(text, [person], common, [person])}
     assert found == {"fern": 2}  # lowest: a verb stands there as often ("told")
     assert review.flags("i told fern", [], common, []) == []  # only beside a person
+    text = "and will [PERSON] came round"
+    person = (text.index("["), text.index("]") + 1)
+    assert [text[s:e] for s, e, *_ in review.flags(text, [person], common, [person])] == ["will"]
