@@ -13,8 +13,8 @@ or more, 1 for one (a text that is only a one- or two-digit number, a scale answ
 flagged); a number word 4 in a run of three or more (a number said aloud), 1 beside a
 redaction, else not flagged (a count, an answer on a scale); an ordinary word right before a
 person's redaction 0 (a first name that is also a word, before a redacted surname), unless a
-function word ("will" is flagged), relation or title; plus 2 for any token right beside a redaction (a surname
-after a redacted first name).
+function word ("will" is flagged), relation or title; plus 2 for any token right beside a
+redaction (a surname after a redacted first name).
 """
 
 from __future__ import annotations
