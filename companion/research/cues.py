@@ -120,7 +120,7 @@ def ordinary_word_names(text: str, gaz: Gazetteer) -> list[Span]:
                 and stem not in STOP and len(stem) > 2:  # fmt: skip
             spans.append(Span(m.start(), m.start() + len(stem), "PERSON"))
         owner = base(word)  # "will's mum texted", "hope's husband"
-        if owner != word and owner in gaz.first and nxt in RELATIONS and owner not in ("my", "his"):
+        if owner != word and owner in gaz.first and nxt in RELATIONS:
             spans.append(Span(m.start(), m.start() + len(owner), "PERSON"))
     spans += [Span(m.start(), m.end(), "PERSON") for m in _INITIALS.finditer(text)]
     spans += [Span(*m.span(), "PLACE" if _PLACE_CUE.search(text, 0, m.start()) else "PERSON")

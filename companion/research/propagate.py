@@ -20,7 +20,7 @@ NAME_ZIPF = THRESHOLDS["spread_name_zipf"]  # wordfreq Zipf: "rose" 4.8 spreads,
 RARE_ZIPF = THRESHOLDS["spread_rare_zipf"]  # any word found as a name: "rowan" 3.3, not "brook"
 PET_ZIPF = THRESHOLDS["spread_pet_zipf"]  # "pickle" 3.5 spreads; "buddy" 4.3 does not
 _NEVER = word_set("months", "weekdays", "surname_particles")  # "van": a word of many names
-_STOP = word_set("context_stop")
+_NEVER_A_NAME = _NEVER | word_set("context_stop")  # nor, where a name stands, a function word
 # Where a frequent word is a name: opening a clause, then what a person does.
 _OPENING, _DOES = part("propagate.OPENING"), part("propagate.DOES")
 
@@ -50,13 +50,14 @@ def propagate(texts: list[str], found: list[list[Span]], known: dict[str, bool],
                 if spreads(word, span.label, gaz, freq):
                     labels.setdefault(word, span.label)
                 elif (word in gaz.first or span.label == "PET") and len(word) > 2 \
-                        and word not in _NEVER | _STOP:  # fmt: skip
+                        and word not in _NEVER_A_NAME:  # fmt: skip
                     known.setdefault(word, False)
     known.update(dict.fromkeys(labels, True))
     anywhere, at_names = ("|".join(sorted(re.escape(w) for w, v in known.items() if v is s))
                           for s in (True, False))  # fmt: skip
-    sources = [(rf"\b({anywhere})(?:'s)?\b", 0), (rf"{_OPENING}({at_names}){_DOES}", 1)]
-    rxs = [(re.compile(p, re.I | re.M), g) for p, g in sources if "()" not in p]
+    sources = [(anywhere, rf"\b({anywhere})(?:'s)?\b", 0),
+               (at_names, rf"{_OPENING}({at_names}){_DOES}", 1)]
+    rxs = [(re.compile(p, re.I | re.M), g) for names, p, g in sources if names]
     return [spans + [Span(m.start(g), m.end(g), labels.get(m.group(1).lower(), "PERSON"),
                           "propagate") for rx, g in rxs for m in rx.finditer(text)]
             for text, spans in zip(texts, found, strict=True)]  # fmt: skip
