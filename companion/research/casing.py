@@ -119,7 +119,7 @@ def widen(
         start, end = span.start, span.end
         idx = [i for i, m in enumerate(words) if start <= m.start() < end]
         a, b = (idx[0] - 1, idx[-1] + 1) if idx else (-1, len(words))
-        if (span.label in ("PERSON", "PET") and a >= 0 and low[a] in _TITLES
+        if (span.label in ("PERSON", "PET", "PLACE") and a >= 0 and low[a] in _TITLES
                 and re.fullmatch(r"\.?,?\s+", text[words[a].end() : start])
                 and not (low[a] in RELATIONS and low[max(a - 1, 0)] in DETERMINERS)):
             start, a = words[a].start(), a - 1

@@ -37,6 +37,8 @@ _NEVER = STOP | RELATIONS | _PETS  # words these rules never take for a name
 _NAMING = frozenset(["named", "called", "calls", "call"])
 _NOT_BEFORE_CALLED = STOP - {"is", "was", "were", "are", "be", "been"}  # phoning, not naming
 _OPENERS = frozenset(["", "and", "with", "remember", "of", "about", "see", "saw"])
+_GREETINGS, _AFTER_GREETING = word_set("context_greetings"), word_set("context_after_greeting")
+_ENDEARMENTS = word_set("context_endearments")
 
 
 def base(word: str) -> str:
@@ -83,6 +85,9 @@ def _label(raw: list[str], i: int, gaz: Gazetteer, common: Callable[[str], bool]
             and (not common(word) or nxt in ACTS and word in gaz.first
                  and word not in ABSTRACT)):  # fmt: skip
         return "PERSON"  # opening a story, or joined to one
+    if prev in _GREETINGS and nxt in _AFTER_GREETING and word not in _ENDEARMENTS \
+            and word in gaz.first:  # fmt: skip
+        return "PERSON"  # greeted or thanked by name, before the talk goes on ("thanks love" not)
     if not prev and by_role and word in gaz.people and len(word) > 2:
         return "PERSON"  # someone known by their job
     if (word in gaz.first and nxt in gaz.people and nxt not in _NEVER and nxt2 in AFTER_NAME

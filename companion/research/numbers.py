@@ -12,8 +12,8 @@ from companion.research.words import THRESHOLDS, part, pattern, word_set
 Found = tuple[int, int, str]  # start, end, label
 
 UNIT, TENS, _WORD = part("common.UNIT"), part("common.TENS"), part("numbers.WORD")
-SAID_DATE, ID, GROUPED_ID, PHONE, SLASHED, LOST_DOTS, SAID_URL = (pattern(f"numbers.{n}") for n in (
-    "SAID_DATE", "ID", "GROUPED_ID", "PHONE", "DATE_SLASHED", "LOST_DOTS", "SAID_URL"))
+SAID_DATE, PHONE, SLASHED, SAID_URL = (pattern(f"numbers.{n}") for n in (
+    "SAID_DATE", "PHONE", "DATE_SLASHED", "SAID_URL"))
 _POSTCODES = [pattern(f"addresses.POSTCODE_{n}") for n in ("UK", "NL", "IE", "CA")]
 _RUN, _PIECE = pattern("numbers.RUN"), pattern("numbers.PIECE")
 _DIGITS = {**dict.fromkeys(word_set("number_teens", "number_tens"), 2), "hundred": 2,
@@ -77,8 +77,4 @@ FINDERS: list[tuple[str, str, Callable[[str], list[Found]], str]] = [  # phones:
     ("said_number", "ID", said_numbers, "any"),
     ("said_url", "ADDRESS", lambda text: _spans(SAID_URL, "ADDRESS", text)
      if re.search(r"(?i)\bdot\b", text) else [], "any"),  # a cheap test first: the pattern is slow
-    # ids and groups as a recogniser writes them; e-mail addresses with their dots lost
-    ("upper_id", "ID", lambda text: [s for p in (ID, GROUPED_ID) for s in _spans(
-        p, "ID", text.upper()) if text[s[0] : s[1]].split()[0].lower() not in _STOP], "lower"),
-    ("lost_dots", "EMAIL", lambda text: _spans(LOST_DOTS, "EMAIL", text), "lower"),
 ]  # fmt: skip

@@ -142,9 +142,10 @@ def R(name: str, entity: str, *args: Any, **kwargs: Any) -> Recognizer:
 
 def _patterned(name: str, entity: str, *spec: str) -> Recognizer:
     """A recognizer that is patterns alone ([registry] of patterns.toml: the names of its
-    patterns, and its stage if not "text")."""
-    stage = [w for w in spec if "." not in w] or ["text"]
-    return R(name, entity, tuple(pattern(w) for w in spec if "." in w), stage=stage[0])
+    patterns, its stage if not "text", "lower" if it reads only text without capitals)."""
+    stage = [w for w in spec if "." not in w and w != "lower"] or ["text"]
+    return R(name, entity, tuple(pattern(w) for w in spec if "." in w), stage=stage[0],
+             case="lower" if "lower" in spec else "any")
 
 
 TEXT: tuple[Recognizer, ...] = (

@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "2113132815f9e57ef91ab5aa866bf13dd47abdfb6abf257fb37aba9d15c08906",
-    PATTERNS_FILE: "23ab3f415023326c90a4a6b44f8fca13aa23221e1edff21beffc20d6b43b1632",
+    DATA_FILE: "16fac8b19ff2d67bea89d9dd16a00906b713e85d8313a902f7fe3ac70226c99e",
+    PATTERNS_FILE: "4e85054cc6a064701251087490ff0153af33d0bec074da84ad7be1c48d4cac93",
 }
 
 
