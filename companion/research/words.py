@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "16fac8b19ff2d67bea89d9dd16a00906b713e85d8313a902f7fe3ac70226c99e",
-    PATTERNS_FILE: "4e85054cc6a064701251087490ff0153af33d0bec074da84ad7be1c48d4cac93",
+    DATA_FILE: "545ef994b1cdb333b70595c385b5eccf33c214e1286d939f03cd596c0c1257fb",
+    PATTERNS_FILE: "807ac07a973301dd8783c8400777b5da3dc20a33ac472089a14fa7a20cd582a9",
 }
 
 
