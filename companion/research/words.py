@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "545ef994b1cdb333b70595c385b5eccf33c214e1286d939f03cd596c0c1257fb",
-    PATTERNS_FILE: "807ac07a973301dd8783c8400777b5da3dc20a33ac472089a14fa7a20cd582a9",
+    DATA_FILE: "1726dbd32d05d381ce859c7563ea52c4af61caa7c9b1043295ddf7654be891f4",
+    PATTERNS_FILE: "5875f8ea6b459a30933d1591cd9b0b5c8dd30670cc2d99f9905e5a1404618332",
 }
 
 
