@@ -83,8 +83,8 @@ def _headed(text: str, lower: bool, gaz: Gazetteer, kinds: re.Pattern[str] = _HE
         if not lower:  # "Perry Barr depot" inside a sentence: the name is capitalised
             ok = h[0][0].isupper() or bool(_INSIDE.search(text, 0, kept[0].start()))
         elif (text[: kept[0].start()].split() or [""])[-1] in _BARE_CUES \
-                and h[0].lower() in _BARE_HEADS:  # fmt: skip
-            ok = True  # "at city hospital", "to holy cross academy"
+                and (h[0].lower() in _BARE_HEADS or label == "ORG" and len(kept) > 1):
+            ok = True  # "at city hospital", "to holy cross academy", "from good turn furniture"
         else:
             # not the verb that leads up to it ("walking [around] sf zoo")
             while kept and (kept[0][0] in ("and", "&") or gaz.is_ordinary(kept[0][0])
