@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "1726dbd32d05d381ce859c7563ea52c4af61caa7c9b1043295ddf7654be891f4",
-    PATTERNS_FILE: "5875f8ea6b459a30933d1591cd9b0b5c8dd30670cc2d99f9905e5a1404618332",
+    DATA_FILE: "194dc98465638875e0b552b749d791a82e8c905852e69ed23094d93ca317b25b",
+    PATTERNS_FILE: "0d59fb6ec22dd506b28e0facd9d15651de9e97cc450768552bac5e75b3e5f636",
 }
 
 
