@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "194dc98465638875e0b552b749d791a82e8c905852e69ed23094d93ca317b25b",
-    PATTERNS_FILE: "0d59fb6ec22dd506b28e0facd9d15651de9e97cc450768552bac5e75b3e5f636",
+    DATA_FILE: "21b90a52064ada41810ecf5255f13d9a273d78c4f840f45f816d81b2dab46206",
+    PATTERNS_FILE: "b8266d832536781d9a89edf1645b4974f8a07a3f6af0a32abd24611e69f7ec8a",
 }
 
 
