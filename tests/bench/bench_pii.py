@@ -25,10 +25,10 @@ not seen the rules, run once as the held-out result, and are development sets si
 `--misses` prints what they miss; so is set 5 since issue 14's fourth round and set 6 since
 its sixth, sets 7 to 14 since its seventh to fourteenth. Set 15 (pii_set15.txt), written the
 same way, was first run once the rules were final: `--set15` prints its counts, never its misses;
-so do `--set32` to `--set34`, `--set37` and `--set38`, held out by issue 28 (its genre: customer service,
-encyclopaedia-style profiles, calls), also typed and as recognised. Sets 20 and 21 were written
-for issue 28's classes; sets 30 and 31, held out at first, are development sets since stop 34,
-sets 35 and 36 since stop 36.
+so do `--set32` to `--set34`, `--set37` and `--set38`, held out by issue 28 (its genre:
+customer service, encyclopaedia-style profiles, calls), also typed and as recognised. Sets 20
+and 21 were written for issue 28's classes; sets 30 and 31, held out at first, are
+development sets since stop 34, sets 35 and 36 since stop 36.
 Each part of a set (typed, as recognised, all) is read as one export: names found in it spread
 within it only.
 """
