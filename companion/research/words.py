@@ -17,8 +17,8 @@ from companion.errors import ConfigError
 
 DATA_FILE, PATTERNS_FILE = "deidentify.json", "patterns.toml"
 PINS = {
-    DATA_FILE: "21b90a52064ada41810ecf5255f13d9a273d78c4f840f45f816d81b2dab46206",
-    PATTERNS_FILE: "b8266d832536781d9a89edf1645b4974f8a07a3f6af0a32abd24611e69f7ec8a",
+    DATA_FILE: "9e9e0cfa0eaf8770d2b6cfed44d4bb490463e43fd5ee92caa6b263b51ea8c6a7",
+    PATTERNS_FILE: "a70bdb3922b2145e00f45b17b10edbdbf78c558b68959c60dc09c1b7e6cdeb53",
 }
 
 
